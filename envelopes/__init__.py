@@ -1,0 +1,4 @@
+"""The iLang text layer: parse, validate and render; provenance; isolation.
+
+This package depends on no other package of the project.
+"""

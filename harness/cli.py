@@ -1,0 +1,23 @@
+"""`ilh`: the command line. Each command lives in its own `cli_*` module."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from harness.cli_lint import lint
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ilang-harness")
+def ilh() -> None:
+    """ilang-harness: the model proposes, the runtime decides."""
+
+
+ilh.add_command(lint)
+
+
+def main() -> None:
+    # click reports bad usage with exit status 2 and no traceback, as DESIGN §7 asks.
+    ilh.main(args=sys.argv[1:], prog_name="ilh")

@@ -1,0 +1,79 @@
+"""`ilh lint FILE…`: iLang diagnostics for people (rich) or tools (`--json`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+
+from envelopes.errors import ERROR_CODES, Finding, explain
+from envelopes.lint import lint_text
+
+
+def read_input(name: str) -> str:
+    """The text of a file, or of stdin for `-`; unreadable input is a usage error (2)."""
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as err:
+        raise click.UsageError(f"cannot read {name}: {err.strerror or err}") from err
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise click.UsageError(
+            f"{name}: not UTF-8 (byte {err.start}); iLang text is UTF-8 (Part III §1.3)"
+        ) from err
+
+
+def finding_row(name: str, f: Finding) -> dict[str, object]:
+    return {
+        "file": name, "line": f.line, "col": f.col, "code": f.code,
+        "severity": f.severity, "message": f.message,
+    }  # fmt: skip
+
+
+def print_findings(console: Console, name: str, findings: list[Finding]) -> None:
+    for f in findings:
+        style = "bold red" if f.severity == "error" else "yellow"
+        console.print(
+            f"{escape(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
+            f"[dim]{ERROR_CODES[f.code][0]}:[/] {escape(f.message)}",
+            highlight=False,
+        )
+
+
+@click.command()
+@click.argument("files", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of findings on stdout.")
+@click.option("--explain", "explain_code", metavar="CODE", help="Print what an error code means.")
+def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> None:
+    """Check iLang text: FILE… (`-` reads stdin; `.md` files: their iLang fences).
+
+    Exit 0 no errors, 1 errors, 2 unreadable input."""
+    if explain_code is not None:
+        if explain_code.upper() not in ERROR_CODES:
+            raise click.UsageError(f"unknown code {explain_code}; known: {', '.join(ERROR_CODES)}")
+        click.echo(explain(explain_code))
+        return
+    if not files:
+        raise click.UsageError("give at least one FILE (or - for stdin)")
+    texts = {name: read_input(name) for name in files}
+    rows: list[dict[str, object]] = []
+    errors = 0
+    console = Console(highlight=False, soft_wrap=True)
+    for name, text in texts.items():
+        findings = lint_text(text, name)
+        errors += sum(f.severity == "error" for f in findings)
+        rows += [finding_row(name, f) for f in findings]
+        if not as_json:
+            print_findings(console, name, findings)
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False))
+    else:
+        warnings = len(rows) - errors
+        verdict = "[bold red]errors[/]" if errors else "[bold green]ok[/]"
+        console.print(f"{len(texts)} file(s): {errors} error(s), {warnings} warning(s): {verdict}")
+    sys.exit(1 if errors else 0)

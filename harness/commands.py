@@ -1,0 +1,265 @@
+"""The scrubbed, time-limited shell runner behind the agent's `run_command` tool and the
+grader's tool checks (`run = "..."` criteria: exit 0 = pass).
+
+What it guarantees:
+
+* The command sees an environment built from nothing: `PATH` (a fixed safe default
+  behind the current interpreter's bin directory, so `python` is the harness's
+  interpreter), `HOME` = the working directory, `LANG`/`LC_ALL` = `C.UTF-8`,
+  `PYTHONDONTWRITEBYTECODE=1` and a private `TMPDIR` inside the working directory. No
+  variable of the harness process — API keys above all — reaches the command.
+* It runs as the leader of a new session/process group; when it times out, or when it
+  exits leaving background children, the whole group is killed with SIGKILL.
+* stdout and stderr are merged and capped at `MAX_OUTPUT_BYTES`; beyond the cap the
+  first and last halves are kept with a note of how much was left out.
+
+What it does not do: sandbox the command. It runs with the harness user's rights and can
+read whatever that user can read; a process that calls `setsid` itself escapes the
+process-group kill. Run the harness in a container when that matters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+#: Directories searched for programs, after the interpreter's own bin directory.
+SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+#: Cap on the combined stdout+stderr kept per command (bytes).
+MAX_OUTPUT_BYTES = 64 * 1024
+
+#: A sensible default for callers without a budget (the orchestrator passes time left).
+DEFAULT_TIMEOUT_S = 60.0
+
+#: After the shell exits, how long children may keep the output pipe open before the
+#: group is killed. Short: a finished command should not wait on its stragglers.
+OUTPUT_DRAIN_S = 0.5
+
+#: After the kill, how long to wait for the output pipe to close.
+PIPE_CLOSE_WAIT_S = 2.0
+
+_READ_CHUNK = 64 * 1024
+_POLL_MAX_S = 0.05
+_TMP_PREFIX = ".ilh-tmp-"
+
+
+class CommandResult(BaseModel):
+    """What one shell command did. `exit_code` is the shell's status; negative means it
+    was killed by that signal (a timed-out command reports -9)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exit_code: int
+    output: str
+    timed_out: bool
+    duration_s: float
+    truncated: bool = False
+    output_bytes: int = 0  # total produced, before the cap
+
+    @property
+    def passed(self) -> bool:
+        """A tool check's verdict: exit 0 within the time limit."""
+        return self.exit_code == 0 and not self.timed_out
+
+
+def scrubbed_env(
+    cwd: Path, tmp_dir: Path, extra_env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The whole environment a command gets. Nothing is inherited from `os.environ`.
+
+    `extra_env` comes from harness code (never from the agent) and is applied last, so
+    it may override the defaults.
+    """
+    path_dirs = [str(Path(sys.executable).parent)] if sys.executable else []
+    path_dirs.append(SAFE_PATH)
+    env = {
+        "PATH": ":".join(path_dirs),
+        "HOME": str(cwd),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TMPDIR": str(tmp_dir),
+    }
+    if extra_env:
+        env.update(extra_env)
+    return env
+
+
+def run_shell(
+    command: str,
+    cwd: Path,
+    timeout_s: float,
+    extra_env: Mapping[str, str] | None = None,
+    *,
+    max_output_bytes: int | None = None,
+) -> CommandResult:
+    """Run `command` with `/bin/sh -c` in `cwd` under a scrubbed environment.
+
+    Raises `ValueError` for a non-positive or non-finite timeout or a command containing
+    a NUL byte, and `OSError` when the shell cannot be started; a command that fails,
+    times out or floods its output is a normal result. `max_output_bytes` defaults to
+    `MAX_OUTPUT_BYTES` (read at call time).
+    """
+    cap = MAX_OUTPUT_BYTES if max_output_bytes is None else max_output_bytes
+    if not math.isfinite(timeout_s) or timeout_s <= 0:
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
+    if "\x00" in command:
+        raise ValueError("command contains a NUL byte")
+    tmp_dir = _make_tmp_dir(cwd)
+    try:
+        return _run(command, cwd, timeout_s, scrubbed_env(cwd, tmp_dir, extra_env), cap)
+    finally:
+        # rmtree refuses (silently, here) if the command replaced the dir by a symlink,
+        # and never follows symlinks inside it.
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _make_tmp_dir(cwd: Path) -> Path:
+    try:
+        return Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=cwd))
+    except OSError:
+        # A read-only working directory (e.g. a graded workspace) still gets a private
+        # temp dir, just not inside it.
+        return Path(tempfile.mkdtemp(prefix=_TMP_PREFIX))
+
+
+def _run(
+    command: str, cwd: Path, timeout_s: float, env: dict[str, str], max_output_bytes: int
+) -> CommandResult:
+    # Our own pipe rather than Popen's file objects: the reader thread owns the read end
+    # and closes it, so it is never closed under a read still in progress.
+    read_fd, write_fd = os.pipe()
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=subprocess.STDOUT,
+            close_fds=True,
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+
+    sink = _CappedOutput(max_output_bytes)
+    reader = threading.Thread(target=_pump, args=(read_fd, sink), daemon=True)
+    reader.start()
+
+    exited = _wait_without_reaping(proc.pid, started + timeout_s)
+    duration_s = time.monotonic() - started
+    if exited:
+        reader.join(OUTPUT_DRAIN_S)
+    # Killed while the shell is still unreaped, so its pid (= the group id) cannot have
+    # been reused by an unrelated process group.
+    _kill_group(proc.pid)
+    exit_code = proc.wait()
+    reader.join(PIPE_CLOSE_WAIT_S)
+
+    output, truncated = sink.render()
+    if reader.is_alive():
+        output += (
+            "\n[output may be incomplete: a process outside the command's process group "
+            "kept the output open]"
+        )
+    return CommandResult(
+        exit_code=exit_code,
+        output=output,
+        timed_out=not exited,
+        duration_s=round(duration_s, 3),
+        truncated=truncated,
+        output_bytes=sink.total,
+    )
+
+
+def _wait_without_reaping(pid: int, deadline: float) -> bool:
+    """True once the child has exited, False at the deadline. `WNOWAIT` leaves the child
+    a zombie, which keeps its pid and process group id reserved for the kill."""
+    delay = 0.001
+    while True:
+        try:
+            info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:  # reaped by someone else: it has certainly exited
+            return True
+        if info is not None:
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, _POLL_MAX_S)
+
+
+def _kill_group(pgid: int) -> None:
+    # Gone already, or only members we may not signal (setuid programs) remain.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _pump(fd: int, sink: _CappedOutput) -> None:
+    try:
+        while chunk := os.read(fd, _READ_CHUNK):
+            sink.feed(chunk)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class _CappedOutput:
+    """Collects output, keeping the first and last halves of the cap. Both ends matter:
+    the start shows what ran, the end holds the verdict (a test summary, an error)."""
+
+    def __init__(self, cap: int) -> None:
+        self._cap = max(cap, 0)
+        self._head_cap = self._cap // 2
+        self._tail_cap = self._cap - self._head_cap
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        with self._lock:
+            self.total += len(chunk)
+            room = self._head_cap - len(self._head)
+            if room > 0:
+                self._head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk and self._tail_cap > 0:
+                self._tail += chunk
+                excess = len(self._tail) - self._tail_cap
+                if excess > 0:
+                    del self._tail[:excess]
+
+    def render(self) -> tuple[str, bool]:
+        with self._lock:
+            head = bytes(self._head)
+            tail = bytes(self._tail)
+            omitted = self.total - len(head) - len(tail)
+        if omitted <= 0:
+            return (head + tail).decode("utf-8", errors="replace"), False
+        note = (
+            f"\n[... {omitted} bytes of output omitted: output is capped at {self._cap} "
+            f"bytes of {self.total}; the first and last parts are shown ...]\n"
+        )
+        text = head.decode("utf-8", errors="replace") + note
+        return text + tail.decode("utf-8", errors="replace"), True

@@ -1,0 +1,311 @@
+"""The run record's vocabulary: event kinds, the frozen event model, hashing and redaction.
+
+This module is pure (no I/O) so the hash rule and the chain check can be reused on any
+copy of a record, e.g. an exported JSONL file, not only on the SQLite store.
+
+Hash rule (the contract `ilh runs verify` checks)::
+
+    hash = sha256(canonical_json({"run_id", "seq", "kind", "round", "at", "payload",
+                                   "prev_hash"})).hexdigest()
+
+where ``canonical_json`` is ``json.dumps(..., sort_keys=True, separators=(",", ":"),
+ensure_ascii=False, allow_nan=False)`` encoded as UTF-8, and the first event of a run
+chains to ``GENESIS_HASH`` (64 zeros).
+
+Payload conventions the store's summaries rely on (everything else is free-form):
+
+- ``run_started``: ``{"task_id": str, "meta": {...}}`` (written by the store itself)
+- ``state_change``: carries the committed state under ``"state"``
+- ``run_ended``: carries the end cause under ``"ended_by"`` (§6 values)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
+
+GENESIS_HASH: Final = "0" * 64
+REDACTED: Final = "[REDACTED]"
+
+_HEX64 = r"^[0-9a-f]{64}$"
+
+
+class EventKind(StrEnum):
+    """What a record entry is about; one event per state change, call, claim, etc."""
+
+    RUN_STARTED = "run_started"
+    STATE_CHANGE = "state_change"
+    PROPOSAL = "proposal"
+    VIOLATION = "violation"
+    MODEL_CALL = "model_call"
+    MODEL_ATTEMPT = "model_attempt"
+    TOOL_CALL = "tool_call"
+    BUDGET_SNAPSHOT = "budget_snapshot"
+    GRADER_RESULT = "grader_result"
+    RUN_ENDED = "run_ended"
+    NOTE = "note"
+
+
+class Event(BaseModel):
+    """One committed, hash-chained entry of a run record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str = Field(min_length=1)
+    seq: int = Field(ge=1, description="1-based position in the run's chain")
+    kind: EventKind
+    round: int = Field(ge=0)
+    at: str = Field(description="UTC ISO-8601 timestamp of the commit")
+    payload: dict[str, Any]
+    prev_hash: str = Field(pattern=_HEX64)
+    hash: str = Field(pattern=_HEX64)
+
+    def expected_hash(self) -> str:
+        """The hash these fields must carry; differs from `hash` iff the event was edited."""
+        return event_hash(
+            run_id=self.run_id,
+            seq=self.seq,
+            kind=str(self.kind),
+            round_=self.round,
+            at=self.at,
+            payload=self.payload,
+            prev_hash=self.prev_hash,
+        )
+
+    def to_json_line(self) -> str:
+        """One canonical JSON line (no trailing newline), as `export_jsonl` writes it."""
+        return canonical_json(self.model_dump(mode="json"))
+
+
+class RunSummary(BaseModel):
+    """What `ilh runs list` / `ilh runs show` need to know about a run without its events."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    task_id: str
+    created_at: str
+    meta: dict[str, Any]
+    events: int = Field(description="number of stored events")
+    head_seq: int = Field(description="last seq the store committed")
+    last_state: str | None = Field(description="`state` of the last state_change event")
+    ended_by: str | None = Field(description="`ended_by` of the last run_ended event")
+
+
+class VerifyResult(BaseModel):
+    """Outcome of checking one run's chain; `problems` name the seq they concern."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    ok: bool
+    checked: int = Field(description="number of stored events examined")
+    problems: list[str]
+
+
+def utc_now_iso() -> str:
+    """Commit timestamp: UTC, microsecond precision, `Z` suffix (fixed width, sortable)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON encoding used for hashing and storage, so both always agree.
+
+    Raises ValueError for NaN/Infinity and TypeError for values JSON cannot carry, because
+    a payload that cannot be re-read identically could never be verified.
+    """
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def normalize_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """Turn a caller's payload into plain JSON data exactly as it will read back.
+
+    Pydantic models, enums, paths, datetimes, tuples become their JSON forms; the result
+    round-trips through `canonical_json` unchanged, so the event handed back by `append`
+    equals the one later read from the store.
+    """
+    plain = to_jsonable_python(dict(payload))
+    decoded: dict[str, Any] = json.loads(canonical_json(plain))
+    return decoded
+
+
+def event_hash(
+    *,
+    run_id: str,
+    seq: int,
+    kind: str,
+    round_: int,
+    at: str,
+    payload: Mapping[str, Any],
+    prev_hash: str,
+) -> str:
+    """sha256 hex digest of the canonical encoding of an event's content and its link."""
+    body = {
+        "run_id": run_id,
+        "seq": seq,
+        "kind": kind,
+        "round": round_,
+        "at": at,
+        "payload": payload,
+        "prev_hash": prev_hash,
+    }
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+_KIND_VALUES: Final = frozenset(kind.value for kind in EventKind)
+
+
+# --- redaction -------------------------------------------------------------------------
+#
+# Rule (applied to every dict key at any depth, after lower-casing and mapping "-", " "
+# and "." to "_"): a key is secret when it
+#   - contains one of SECRET_KEY_PARTS (api_key, apikey, authorization, password, passwd,
+#     secret, private_key, credential, cookie), or
+#   - is "token" / "bearer" or ends with "_token" (access_token, x_auth_token, ...).
+# Usage counters such as "input_tokens" or "max_tokens" are *not* secret: they end in
+# "_tokens", not "_token". Independently of keys, a string value of the form
+# "Bearer <credential>" is replaced, since it can only be an authorization header.
+# Secret values are replaced by "[REDACTED]" whatever their type; nothing else changes.
+
+SECRET_KEY_PARTS: Final = (
+    "api_key",
+    "apikey",
+    "authorization",
+    "password",
+    "passwd",
+    "secret",
+    "private_key",
+    "credential",
+    "cookie",
+)
+_KEY_SEPARATORS = re.compile(r"[-\s.]+")
+_BEARER_VALUE = re.compile(r"^\s*bearer\s+\S+\s*$", re.IGNORECASE)
+
+
+def is_secret_key(key: str) -> bool:
+    """True when a payload key names a credential under the redaction rule above."""
+    name = _KEY_SEPARATORS.sub("_", key.strip().lower())
+    if any(part in name for part in SECRET_KEY_PARTS):
+        return True
+    return name in {"token", "bearer"} or name.endswith("_token")
+
+
+def redact(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `payload` with every secret value replaced by `REDACTED`."""
+    return {key: _redact_entry(key, value) for key, value in payload.items()}
+
+
+def _redact_entry(key: object, value: Any) -> Any:
+    if isinstance(key, str) and is_secret_key(key):
+        return REDACTED
+    return _redact_value(value)
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _redact_entry(k, v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_value(item) for item in value]
+    if isinstance(value, str) and _BEARER_VALUE.match(value):
+        return REDACTED
+    return value
+
+
+# --- chain check -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event exactly as stored (payload still text), so a tampered row that no longer
+    fits the `Event` model can still be examined and reported instead of crashing."""
+
+    run_id: str
+    seq: int
+    kind: str
+    round: int
+    at: str
+    payload_text: str
+    prev_hash: str
+    hash: str
+
+
+def check_chain(run_id: str, rows: Iterable[StoredEvent]) -> tuple[list[str], int]:
+    """Check content hashes, links and numbering of one run's events (sorted by seq).
+
+    Returns (problems, events checked). It cannot see a removed tail: that needs the head
+    the store keeps beside the chain (see `RunStore.verify`).
+    """
+    problems: list[str] = []
+    expected_seq = 1
+    prev_stored_hash = GENESIS_HASH
+    checked = 0
+    for row in rows:
+        checked += 1
+        problems.extend(_check_numbering(row, expected_seq, checked))
+        if row.prev_hash != prev_stored_hash:
+            problems.append(
+                f"seq {row.seq}: prev_hash {row.prev_hash[:12]}… does not link to the event "
+                f"before it ({prev_stored_hash[:12]}…): an event was removed, inserted or moved"
+            )
+        problems.extend(_check_content(run_id, row))
+        expected_seq = row.seq + 1
+        prev_stored_hash = row.hash
+    if checked == 0:
+        problems.append("run has no events (not even run_started)")
+    return problems, checked
+
+
+def _check_numbering(row: StoredEvent, expected_seq: int, position: int) -> list[str]:
+    problems: list[str] = []
+    if row.seq > expected_seq:
+        missing = (
+            f"seq {expected_seq}"
+            if row.seq == expected_seq + 1
+            else f"seqs {expected_seq}..{row.seq - 1}"
+        )
+        problems.append(f"seq {row.seq}: {missing} missing before it (deleted events)")
+    elif row.seq < expected_seq:
+        problems.append(f"seq {row.seq}: out of order, expected seq {expected_seq}")
+    if position == 1 and row.kind != EventKind.RUN_STARTED:
+        problems.append(f"seq {row.seq}: first event is {row.kind!r}, expected 'run_started'")
+    return problems
+
+
+def _check_content(run_id: str, row: StoredEvent) -> list[str]:
+    problems: list[str] = []
+    if row.kind not in _KIND_VALUES:
+        problems.append(f"seq {row.seq}: unknown kind {row.kind!r}")
+    try:
+        payload = json.loads(row.payload_text)
+    except ValueError:
+        return [*problems, f"seq {row.seq}: payload is not valid JSON"]
+    if not isinstance(payload, dict):
+        return [*problems, f"seq {row.seq}: payload is not a JSON object"]
+    if canonical_json(payload) != row.payload_text:
+        problems.append(f"seq {row.seq}: payload text is not in canonical form (edited)")
+    computed = event_hash(
+        run_id=run_id,
+        seq=row.seq,
+        kind=row.kind,
+        round_=row.round,
+        at=row.at,
+        payload=payload,
+        prev_hash=row.prev_hash,
+    )
+    if computed != row.hash:
+        problems.append(
+            f"seq {row.seq}: content does not match its hash (stored {row.hash[:12]}…, "
+            f"computed {computed[:12]}…): kind, round, time, payload or hash was edited"
+        )
+    return problems

@@ -1,0 +1,24 @@
+"""Bad input a user wrote (task file, scripted agent file, command line): one message with
+its location and a code, reported with exit status 2 and never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    def __init__(self, path: Path | str, code: str, message: str, line: int = 0, col: int = 0):
+        self.path = str(path)
+        self.code = code
+        self.message = message
+        self.line = line
+        self.col = col
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = self.path
+        if self.line:
+            where += f":{self.line}"
+            if self.col:
+                where += f":{self.col}"
+        return f"{where}: {self.code} {self.message}"
