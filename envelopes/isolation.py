@@ -49,12 +49,8 @@ def wrap_untrusted(content: str, *, source: str, role: str, effects: str = "none
     value no header can carry raises pydantic's ValidationError (a ValueError).
     """
     block_id, delimiter = _fresh_tokens(content)
-    header = Untrusted(
-        id=block_id, source=source, role=role, effects=effects, delimiter=delimiter
-    )
-    return "\n".join(
-        [header.render(), OPENER + delimiter, content, delimiter, header.end_line()]
-    )
+    header = Untrusted(id=block_id, source=source, role=role, effects=effects, delimiter=delimiter)
+    return "\n".join([header.render(), OPENER + delimiter, content, delimiter, header.end_line()])
 
 
 def read_untrusted(
@@ -73,30 +69,38 @@ def read_untrusted(
     header = Untrusted.parse(lines[start], line=line + start)
     if header.delimiter is None:
         raise IlangError(
-            "E300", "::UNTRUSTED block carries no delimiter: no inline payload to read",
-            line + start, 1,
+            "E300",
+            "::UNTRUSTED block carries no delimiter: no inline payload to read",
+            line + start,
+            1,
         )
     if header.id is None:
         raise IlangError("E300", "::UNTRUSTED block needs an id", line + start, 1)
     opener_at = start + 1
     if opener_at >= len(lines) or lines[opener_at] != OPENER + header.delimiter:
         raise IlangError(
-            "E300", f"expected {OPENER}{header.delimiter} after the header",
-            line + opener_at, 1,
+            "E300",
+            f"expected {OPENER}{header.delimiter} after the header",
+            line + opener_at,
+            1,
         )
     close_at = opener_at + 1
     while close_at < len(lines) and lines[close_at] != header.delimiter:
         close_at += 1
     if close_at >= len(lines):
         raise IlangError(
-            "E300", f"untrusted block {header.id} never reaches its delimiter line",
-            line + start, 1,
+            "E300",
+            f"untrusted block {header.id} never reaches its delimiter line",
+            line + start,
+            1,
         )
     end_at = close_at + 1
     if end_at >= len(lines) or lines[end_at].strip(" \t") != header.end_line():
         raise IlangError(
-            "E300", f"expected {header.end_line()} after the delimiter line",
-            line + end_at, 1,
+            "E300",
+            f"expected {header.end_line()} after the delimiter line",
+            line + end_at,
+            1,
         )
     return header, "\n".join(lines[opener_at + 1 : close_at]), end_at + 1
 

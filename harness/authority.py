@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from envelopes.declarations.status import WRITER_STATES, Authority, State, Status
+from envelopes.declarations import WRITER_STATES, Authority, State, Status
 from harness.claims import ClaimKind, RawClaim
 from harness.transitions import illegal_because, is_budget_reason
 
@@ -186,6 +186,9 @@ def _check_state(claim: RawClaim, current: State, found: _Findings) -> tuple[Sta
         found.reject("malformed_claim", "names no state")
         return None, False
     tokens = list(dict.fromkeys(t.lower() for v in values for t in value_tokens(v)))
+    if not tokens:
+        found.reject("malformed_claim", "the state field is empty")
+        return None, False
     known: list[State] = []
     for token in tokens:
         try:
@@ -207,6 +210,7 @@ def _check_state(claim: RawClaim, current: State, found: _Findings) -> tuple[Sta
         state is not State.STOPPED
     ):
         found.reject("forbidden_state", f"reason:budget can only produce stopped, not {state}")
+        return None, False
     if state is State.RUNNING:
         # DESIGN §3: the agent's `running` acknowledges a running task; it can never
         # start or resume one (only the runtime commits running).
@@ -240,14 +244,14 @@ def _disposition(found: _Findings) -> Disposition:
     return "downgraded" if found.forgeries else "accepted"
 
 
-def _why(found: _Findings, accepted_why: str) -> str:
+def _why(found: _Findings, accepted_why: str, downgraded_why: str) -> str:
     if found.rejections:
         parts = list(found.rejections)
         if found.forgeries:
             parts.append("authority forged: " + "; ".join(found.forgeries))
         return "rejected: " + "; ".join(parts)
     if found.forgeries:
-        return "downgraded to authority:proposal and not applied: " + "; ".join(found.forgeries)
+        return f"{downgraded_why}: " + "; ".join(found.forgeries)
     return accepted_why
 
 
@@ -274,7 +278,7 @@ def _classify_status(claim: RawClaim, current: State, round_no: int) -> Proposal
         claimed_by=_joined(claim.values("by")),
         claimed_authority=_joined(claim.values("authority")),
         disposition=disposition,
-        why=_why(found, accepted_why),
+        why=_why(found, accepted_why, "downgraded to authority:proposal and not applied"),
         status=status,
         acknowledgement=acknowledgement and disposition == "accepted",
         violations=tuple(found.violations),
@@ -298,7 +302,11 @@ def _classify_evidence(claim: RawClaim, round_no: int) -> Proposal:
         claimed_by=_joined(claim.values("by") or claim.values("verified_by")),
         claimed_authority=_joined(claim.values("authority")),
         disposition=_disposition(found),
-        why=_why(found, "evidence recorded; evidence never changes the status"),
+        why=_why(
+            found,
+            "evidence recorded; evidence never changes the status",
+            "downgraded to the agent's own unverified evidence",
+        ),
         violations=tuple(found.violations),
     )
 

@@ -23,14 +23,16 @@ still the agent's text: it is still a claim, but never a strict one.
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from envelopes.declarations.status import Status
+from envelopes.declarations import Evidence, Status
 from envelopes.errors import IlangError
 
 ClaimKind = Literal["STATUS", "EVIDENCE"]
@@ -39,111 +41,25 @@ ClaimKind = Literal["STATUS", "EVIDENCE"]
 
 # Look-alikes NFKC leaves alone. Structural punctuation first, then Cyrillic and Greek
 # letters that render like Latin ones (so `::ЅТАТUS` is still a STATUS attempt).
-_CONFUSABLES: dict[int, str] = str.maketrans(
-    {
-        # colons
-        "∶": ":",
-        "ː": ":",
-        "꞉": ":",
-        "˸": ":",
-        "։": ":",
-        "׃": ":",
-        "܃": ":",
-        "᛬": ":",
-        "⁚": ":",
-        "᠄": ":",
-        "ꓽ": ":",
-        "∷": "::",
-        # braces and brackets
-        "❴": "{",
-        "❵": "}",
-        "⦃": "{",
-        "⦄": "}",
-        "〔": "{",
-        "〕": "}",
-        "⟨": "(",
-        "⟩": ")",
-        # vertical bars
-        "∣": "|",
-        "ǀ": "|",
-        "¦": "|",
-        "│": "|",
-        "┃": "|",
-        "❘": "|",
-        "⏐": "|",
-        "⎸": "|",
-        "⎹": "|",
-        "׀": "|",
-        "।": "|",
-        "ⵏ": "|",
-        "丨": "|",
-        # separators
-        "꞊": "=",
-        "⹀": "=",
-        "、": ",",
-        "‚": ",",
-        "⸴": ",",
-        "⁏": ";",
-        # commercial at
-        "Ⓐ": "@",
-        # Cyrillic look-alikes
-        "А": "A",
-        "В": "B",
-        "Е": "E",
-        "К": "K",
-        "М": "M",
-        "Н": "H",
-        "О": "O",
-        "Р": "P",
-        "С": "C",
-        "Т": "T",
-        "Х": "X",
-        "Ѕ": "S",
-        "І": "I",
-        "Ј": "J",
-        "У": "Y",
-        "Ԁ": "D",
-        "а": "a",
-        "е": "e",
-        "о": "o",
-        "р": "p",
-        "с": "c",
-        "х": "x",
-        "у": "y",
-        "ѕ": "s",
-        "і": "i",
-        "ј": "j",
-        "ԁ": "d",
-        "һ": "h",
-        "ԛ": "q",
-        "ԝ": "w",
-        "ո": "n",
-        "ս": "u",
-        # Greek look-alikes
-        "Α": "A",
-        "Β": "B",
-        "Ε": "E",
-        "Ζ": "Z",
-        "Η": "H",
-        "Ι": "I",
-        "Κ": "K",
-        "Μ": "M",
-        "Ν": "N",
-        "Ο": "O",
-        "Ρ": "P",
-        "Τ": "T",
-        "Υ": "Y",
-        "Χ": "X",
-        "ο": "o",
-        "ν": "v",
-        "τ": "t",
-        "υ": "u",
-        "ι": "i",
-        "κ": "k",
-        "α": "a",
-        "ε": "e",
-    }
+_LOOKALIKE_FROM = (
+    "∶ː꞉˸։׃܃᛬⁚᠄ꓽ"  # colons
+    "❴❵⦃⦄〔〕⟨⟩"  # braces and brackets
+    "∣ǀ¦│┃❘⏐⎸⎹׀।ⵏ丨"  # vertical bars
+    "꞊⹀、‚⸴⁏"  # equals, commas, semicolon
+    "АВЕКМНОРСТХЅІЈУԀаеорсхуѕіјԁһԛԝոս"  # Cyrillic and Armenian
+    "ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοντυικαε"  # Greek
 )
+_LOOKALIKE_TO = (
+    ":::::::::::"  # colons
+    "{}{}{}()"  # braces and brackets
+    "|||||||||||||"  # vertical bars
+    "==,,,;"  # equals, commas, semicolon
+    "ABEKMHOPCTXSIJYDaeopcxysijdhqwnu"  # Cyrillic and Armenian
+    "ABEZHIKMNOPTYXovtuikae"  # Greek
+)
+_CONFUSABLES: dict[int, str] = {
+    ord(a): b for a, b in zip(_LOOKALIKE_FROM, _LOOKALIKE_TO, strict=True)
+} | {ord("∷"): "::"}
 
 # Categories removed from the detection copy: format characters (zero-width space and
 # joiners, BOM, soft hyphen, bidi controls, tag characters), combining marks (strike-
@@ -158,42 +74,49 @@ def _is_invisible(ch: str) -> bool:
     return cat in _INVISIBLE_CATEGORIES
 
 
+_MARKDOWN_ESCAPE = re.compile(r"\\(?=[!-/:-@\[-`{-~])")
+
+
 def fold(text: str) -> str:
     """The detection copy of `text`: what a reader of the rendered text would see.
 
-    NFKC folds full-width and other compatibility forms (`：｛｝｜＝＠`, mathematical
-    letters); invisible characters are dropped; remaining look-alikes are mapped to
-    ASCII. NFKC runs again after the removals so that a character split by an invisible
-    one still folds.
+    HTML character references are decoded; NFKC folds full-width and other
+    compatibility forms (`：｛｝｜＝＠`, mathematical letters); invisible characters are
+    dropped; remaining look-alikes are mapped to ASCII; NFKC runs again after the
+    removals so that a character split by an invisible one still folds; markdown
+    backslash escapes are removed.
     """
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", html.unescape(text))
     text = "".join(" " if ch == "\t" else ch for ch in text if not _is_invisible(ch))
-    return unicodedata.normalize("NFKC", text.translate(_CONFUSABLES))
+    text = unicodedata.normalize("NFKC", text.translate(_CONFUSABLES))
+    # Markdown renders `\:` as `:`; so does this copy.
+    return _MARKDOWN_ESCAPE.sub("", text)
 
 
 # ------------------------------------------------------------------------- detection
 
-# Markdown junk that may sit between the pieces of a disguised declaration head.
-_JUNK = r"[\s*_~`'\"]*"
-
 
 def _spaced(word: str) -> str:
     """A pattern for `word` with markdown junk allowed between its letters."""
-    return "[*_~`]{0,3}".join(re.escape(c) for c in word)
+    return r"[\s*_~`]{0,3}".join(re.escape(c) for c in word)
 
 
-_HEAD = re.compile(
-    rf"(?P<colons>:{_JUNK}:?)?{_JUNK}"
-    rf"(?<![A-Za-z0-9])(?P<name>{_spaced('status')}|{_spaced('evidence')})(?![A-Za-z0-9])"
-    rf"(?P<gap>{_JUNK})(?P<open>[{{(\[]+)?",
+# The declaration name, letters possibly split by markdown junk (`S*T*A*T*U*S`). What
+# stands around it (colons, braces) is scanned by hand in `_find_heads`: a regex with
+# optional junk on both sides backtracks quadratically on long runs of spaces, and a
+# hostile reply must not be able to stall the reader.
+_NAME = re.compile(
+    rf"(?<![A-Za-z0-9])(?P<name>{_spaced('status')}|{_spaced('evidence')})(?![A-Za-z0-9])",
     re.IGNORECASE,
 )
+_OPENERS = "{(["
+_LOOKBACK = 32  # how far before a name its `::` may stand (through junk)
 
 # A field key in lenient reading: a word followed by `:` or `=` (not `=>`/`==`), possibly
 # wrapped in quotes or emphasis. It must not continue a value (`sha256:abc`, `https://`).
-_KEY = re.compile(
-    r"(?<![\w@:./\-=>%+])[\"'*_~`]*(?P<key>[A-Za-z][A-Za-z0-9_\-]*)[\"'*_~`]*\s*(?::|=(?![>=]))"
-)
+_KEY = re.compile(r"(?<![\w@:./\-=>%+])(?P<key>[A-Za-z][A-Za-z0-9_\-]*)[\"'*~`]*\s*(?::|=(?![>=]))")
+# Emphasis underscores around a word (`_state_:`), removed before keys are looked for.
+_EMPHASIS_UNDERSCORE = re.compile(r"(?<!\w)_+(?=[A-Za-z])|(?<=[A-Za-z0-9])_+(?!\w)")
 _HARD_SEPARATORS = re.compile(r"[|;{}\[\]()]")
 _VALUE_JUNK = " \t,\"'*~`"
 
@@ -209,11 +132,14 @@ _EMBEDDED = re.compile(
     re.IGNORECASE,
 )
 _FORGED_PAIR = re.compile(
-    r"(?<![A-Za-z0-9_])(?:by\s*[:=]\s*@?(?:runtime|grader|system)"
-    r"|authority\s*[:=]\s*(?:commit|verification))",
+    r"(?<![A-Za-z0-9_])(?:by[\"'*_~`]*\s*[:=]\s*[\"'*_~`]*@?(?:runtime|grader|system)"
+    r"|authority[\"'*_~`]*\s*[:=]\s*[\"'*_~`]*(?:commit|verification))",
     re.IGNORECASE,
 )
-
+# A flush-left body line: `key:value` or `key=value` (over-inclusive on purpose).
+_FLUSH_BODY = re.compile(r"\s*[\"'*~`]*[A-Za-z_][\w\-]*[\"'*~`]*\s*[:=]")
+_TEMPORAL_PREFIX = re.compile(r"\s*T\[\d+\]")
+_MAX_SPAN = 20
 _FENCE = re.compile(r"^[\s>]*(?:[-*+]\s+|\d+[.)]\s+)?(?P<fence>`{3,}|~{3,})")
 _UNTRUSTED_OPEN = re.compile(r"::\s*UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
 _UNTRUSTED_CLOSE = re.compile(r"::\s*END_UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
@@ -236,7 +162,7 @@ def _parse_fields(body: str) -> tuple[list[str], list[tuple[str, str]]]:
     """
     positional: list[str] = []
     fields: list[tuple[str, str]] = []
-    for segment in _HARD_SEPARATORS.split(body):
+    for segment in _HARD_SEPARATORS.split(_EMPHASIS_UNDERSCORE.sub("", body)):
         keys = list(_KEY.finditer(segment))
         head = _clean_value(segment[: keys[0].start()] if keys else segment).lstrip(":= ")
         if head:
@@ -296,23 +222,53 @@ def _is_bare_value(value: str) -> bool:
     )
 
 
-def _strict_problems(kind: ClaimKind, original: str) -> tuple[list[str], list[str]]:
-    """Check `original` (one line, as written) against the canonical grammar.
+def _disguise_problems(text: str) -> list[str]:
+    found: list[str] = []
+    if any(_is_invisible(ch) for ch in text.replace("\n", "")):
+        found.append("contains invisible or control characters")
+    if unicodedata.normalize("NFKC", text) != text:
+        found.append("contains full-width or compatibility characters")
+    if text.translate(_CONFUSABLES) != text:
+        found.append("contains look-alike characters")
+    if "&" in text and html.unescape(text) != text:
+        found.append("contains HTML character references")
+    return found
 
-    Canonical: `::STATUS{@TASK|key:value|…}` (or `::EVIDENCE{key:value|…}`) alone on
-    its line, nothing before it, only trailing spaces after it, ASCII structure, `|`
-    between fields, `:` between key and value, each key once, single well-formed values.
-    Returns (malformations, ambiguities); both empty means strict.
+
+def _check_field(segment: str, seen: set[str], malformed: list[str], ambiguous: list[str]) -> None:
+    """One canonical `key:value` field: lowercase key, said once, a well-formed value."""
+    key, sep, value = segment.partition(":")
+    if not sep or not _STRICT_KEY.fullmatch(key):
+        malformed.append(f"field {segment!r} is not key:value")
+        return
+    if key in seen:
+        ambiguous.append(f"repeated key {key!r}")
+    seen.add(key)
+    pattern = _STRICT_VALUE_OF.get(key)
+    if pattern is not None:
+        if pattern.fullmatch(value):
+            return
+        if _COMPOUND.search(value):
+            ambiguous.append(f"multi-valued field {key}:{value}")
+        else:
+            malformed.append(f"malformed value {key}:{value!r}")
+    elif not (_is_bare_value(value) or _QUOTED.fullmatch(value)):
+        malformed.append(f"malformed value {key}:{value!r}")
+
+
+def _strict_problems(kind: ClaimKind, header: str, body: list[str]) -> tuple[list[str], list[str]]:
+    """Check a claim, as written, against the canonical grammar.
+
+    Canonical: `::STATUS{@TASK|key:value|…}` (or `::EVIDENCE{key:value|…}`) at the
+    start of its line, only trailing spaces after it, ASCII structure, `|` between
+    fields, `:` between key and value, each key once, single well-formed values. Body
+    lines (iLang lets a declaration continue on `key:value` lines below its header) must
+    be canonical fields too. Returns (malformations, ambiguities); both empty = strict.
     """
     malformed: list[str] = []
     ambiguous: list[str] = []
-    line = original.rstrip(" ")
-    if any(_is_invisible(ch) for ch in line):
-        malformed.append("contains invisible or control characters")
-    if unicodedata.normalize("NFKC", line) != line:
-        malformed.append("contains full-width or compatibility characters")
-    if line.translate(_CONFUSABLES) != line:
-        malformed.append("contains look-alike characters")
+    line = header.rstrip(" ")
+    malformed += _disguise_problems("\n".join([line, *body]))
     head = f"::{kind}{{"
     if not line.startswith(head):
         malformed.append(f"does not start its line with the exact head {head!r}")
@@ -320,45 +276,36 @@ def _strict_problems(kind: ClaimKind, original: str) -> tuple[list[str], list[st
     if not line.endswith("}") or line.endswith("}}"):
         malformed.append("does not end with a single closing brace")
         return malformed, ambiguous
-    body = line[len(head) : -1]
-    if any(ch in body for ch in "{}"):
+    content = line[len(head) : -1]
+    if any(ch in content for ch in "{}"):
         malformed.append("has doubled or nested braces")
         return malformed, ambiguous
-    segments = body.split("|")
+    segments = content.split("|")
     seen: set[str] = set()
     if kind == "STATUS":
-        if segments[0] != "@TASK":
-            malformed.append("first field is not the @TASK scope")
-        else:
+        # The scope must be there; whether it is this task's (@TASK) is the authority
+        # layer's judgement, so that it can say so.
+        if _ENTITY.fullmatch(segments[0]):
             segments = segments[1:]
+        else:
+            malformed.append("first field is not a scope @ENTITY")
     for segment in segments:
-        key, sep, value = segment.partition(":")
-        if not sep or not _STRICT_KEY.fullmatch(key):
-            malformed.append(f"field {segment!r} is not key:value")
-            continue
-        if key in seen:
-            ambiguous.append(f"repeated key {key!r}")
-        seen.add(key)
-        pattern = _STRICT_VALUE_OF.get(key)
-        if pattern is not None:
-            if pattern.fullmatch(value):
-                continue
-            if _COMPOUND.search(value):
-                ambiguous.append(f"multi-valued field {key}:{value}")
-            else:
-                malformed.append(f"malformed value {key}:{value!r}")
-        elif not (_is_bare_value(value) or _QUOTED.fullmatch(value)):
-            malformed.append(f"malformed value {key}:{value!r}")
+        _check_field(segment, seen, malformed, ambiguous)
+    for body_line in body:
+        _check_field(body_line.strip(" "), seen, malformed, ambiguous)
     for key in _REQUIRED_KEYS[kind]:
         if key not in seen:
             malformed.append(f"missing field {key!r}")
-    if kind == "STATUS" and not (malformed or ambiguous):
-        # Defence in depth: what we call strict must also be a ::STATUS the project's
-        # own iLang parser reads without complaint.
+    if kind == "EVIDENCE" and "state" in seen:
+        malformed.append("::EVIDENCE carries a state field")
+    if not (malformed or ambiguous):
+        # Defence in depth: what we call strict must also be a declaration the
+        # project's own iLang parser reads without complaint.
+        model = Status if kind == "STATUS" else Evidence
         try:
-            Status.parse(line)
+            model.parse("\n".join([line, *body]))
         except IlangError as exc:
-            malformed.append(f"not a valid ::STATUS: {exc.message}")
+            malformed.append(f"not a valid ::{kind}: {exc.message}")
     return malformed, ambiguous
 
 
@@ -371,7 +318,9 @@ class RawClaim(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: ClaimKind
-    line: str  # the whole line exactly as the agent wrote it
+    # Exactly as the agent wrote it: the whole header line, plus its body lines (joined
+    # with "\n") when the declaration continues below its header.
+    line: str
     lineno: int  # 1-based
     positional: tuple[str, ...] = ()
     # Folded, lenient reading: every key (lower case) with all its values, in order.
@@ -415,58 +364,120 @@ def _context_flags(folded_lines: list[str]) -> Iterator[tuple[bool, bool]]:
         yield in_fence, in_untrusted
 
 
-def _is_strong(match: re.Match[str], folded: str) -> bool:
+def _is_junk(ch: str) -> bool:
+    return ch.isspace() or ch in "*_~`'\""
+
+
+@dataclass(frozen=True)
+class _Head:
+    """A STATUS/EVIDENCE name on a folded line and what stands around it."""
+
+    start: int  # first character: the first colon before the name, else the name
+    name: str
+    end: int  # after the name, the junk after it and its run of opening brackets
+    colons: int  # colons (0-2) right before the name, through junk
+    opener: str  # the run of `{([` after the name ("" when none)
+    next_char: str  # the first character after the name and its junk ("" at line end)
+
+
+def _find_heads(folded: str) -> list[_Head]:
+    heads: list[_Head] = []
+    for match in _NAME.finditer(folded):
+        start, colons = match.start(), 0
+        j = match.start() - 1
+        while j >= max(0, match.start() - _LOOKBACK) and colons < 2:
+            if folded[j] == ":":
+                colons, start = colons + 1, j
+            elif not _is_junk(folded[j]):
+                break
+            j -= 1
+        k = match.end()
+        while k < len(folded) and _is_junk(folded[k]):
+            k += 1
+        opened = k
+        while k < len(folded) and folded[k] in _OPENERS:
+            k += 1
+        heads.append(
+            _Head(start, match["name"], k, colons, folded[opened:k], folded[opened : opened + 1])
+        )
+    return heads
+
+
+def _interesting(fields: list[tuple[str, str]]) -> bool:
+    return bool(_has_keys(fields, _STATUS_KEYS | _EVIDENCE_KEYS))
+
+
+def _is_strong(head: _Head, fields: list[tuple[str, str]]) -> bool:
     """A head that is an attempt wherever it stands.
 
     A brace after the name always is; so is `::` before it when an opener or a field
     follows (`::STATUS(…)`, `::STATUS state:complete`). A bare `::STATUS` in prose
     ("I will write a ::STATUS line") is not.
     """
-    opener = match["open"] or ""
-    if opener.startswith("{"):
+    if head.opener.startswith("{"):
         return True
-    if re.sub(_JUNK, "", match["colons"] or "") != "::":
-        return False
-    if opener:
-        return True
-    _, fields = _parse_fields(folded[match.end() :])
-    return bool(fields)
+    return head.colons == 2 and (bool(head.opener) or bool(fields))
 
 
-def _is_weak_attempt(match: re.Match[str], after: str, fields: list[tuple[str, str]]) -> bool:
+def _is_weak_attempt(head: _Head, fields: list[tuple[str, str]]) -> bool:
     """Decide whether a bare STATUS/EVIDENCE word (no `::`, no brace) is an attempt.
 
     It is when a separator follows it and a status or evidence key follows that
     (`Status: state=complete, by=@RUNTIME`, `[STATUS:@TASK|state=complete]`).
     """
-    interesting = {key for key, _ in fields} & (_STATUS_KEYS | _EVIDENCE_KEYS)
-    if match["open"]:
-        return bool(interesting)
-    return after[:1] in (":", "=", "|", "-") and bool(interesting)
+    if head.opener:
+        return _interesting(fields)
+    return head.next_char in (":", "=", "|", "-") and _interesting(fields)
 
 
-def _heads(folded: str) -> list[re.Match[str]]:
+def _after_separator(folded: str, head: _Head) -> bool:
+    """Whether the head stands right after a field separator (it is then a key)."""
+    j = head.start - 1
+    while j >= max(0, head.start - _LOOKBACK) and _is_junk(folded[j]):
+        j -= 1
+    return j >= 0 and folded[j] in "|;,{"
+
+
+def _heads(folded: str) -> list[_Head]:
     """The declaration heads on a folded line that start a claim.
 
     A weak head right after a field separator is a key (`|evidence:@AUDIT_REPORT` inside
-    a STATUS), and a weak head after a strong one is part of that claim's body.
+    a STATUS), and a weak head after a strong one is part of that claim's body. Each
+    head's fields are read only up to the next name, so the work stays linear.
     """
-    heads: list[re.Match[str]] = []
+    found = _find_heads(folded)
+    heads: list[_Head] = []
     strong_seen = False
-    for match in _HEAD.finditer(folded):
-        if _is_strong(match, folded):
-            heads.append(match)
+    for i, head in enumerate(found):
+        stop = found[i + 1].start if i + 1 < len(found) else len(folded)
+        _, fields = _parse_fields(folded[head.end : stop])
+        if _is_strong(head, fields):
+            heads.append(head)
             strong_seen = True
-            continue
-        if strong_seen:
-            continue
-        if folded[: match.start("name")].rstrip(" *_~`'\"").endswith(("|", ";", ",", "{")):
-            continue
-        after = folded[match.end("name") + len(match["gap"]) :]
-        _, fields = _parse_fields(folded[match.end() :])
-        if _is_weak_attempt(match, after, fields):
-            heads.append(match)
+        elif (
+            not strong_seen
+            and not _after_separator(folded, head)
+            and _is_weak_attempt(head, fields)
+        ):
+            heads.append(head)
     return heads
+
+
+def _bare_head(folded: str) -> str | None:
+    """The name of a declaration head standing alone on its line (`STATUS:`, `::STATUS`,
+    `## Status`, `T[2] **Status**`), whose fields, if any, are on the lines below."""
+    found = _find_heads(folded)
+    if len(found) != 1:
+        return None
+    head = found[0]
+    prefix = folded[: head.start]
+    temporal = _TEMPORAL_PREFIX.match(prefix)
+    if temporal is not None:
+        prefix = prefix[temporal.end() :]
+    if any(ch.isalpha() for ch in prefix) or len(head.opener) > 1:
+        return None
+    rest = "".join(ch for ch in folded[head.end :] if not _is_junk(ch))
+    return head.name if rest in ("", ":", "=") and not (head.opener and rest) else None
 
 
 def _kind_of_name(name: str) -> ClaimKind:
@@ -487,7 +498,7 @@ def _headless_kind(folded: str, fields: list[tuple[str, str]]) -> ClaimKind | No
 
 def _build(
     kind: ClaimKind,
-    original: str,
+    originals: list[str],
     lineno: int,
     positional: list[str],
     fields: list[tuple[str, str]],
@@ -495,7 +506,7 @@ def _build(
 ) -> RawClaim:
     malformed, ambiguous = list(context), []
     if not context:
-        strict_malformed, strict_ambiguous = _strict_problems(kind, original)
+        strict_malformed, strict_ambiguous = _strict_problems(kind, originals[0], originals[1:])
         malformed += strict_malformed
         ambiguous += strict_ambiguous
     grouped: dict[str, list[str]] = {}
@@ -512,7 +523,7 @@ def _build(
     ambiguous = list(dict.fromkeys(ambiguous))
     return RawClaim(
         kind=kind,
-        line=original,
+        line="\n".join(originals),
         lineno=lineno,
         positional=tuple(positional),
         fields={key: tuple(values) for key, values in grouped.items()},
@@ -528,35 +539,118 @@ def _split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _body_end(folded: list[str], i: int, unclosed: bool) -> int:
+    """The index after the last body line of the declaration whose header is line `i`.
+
+    iLang (SPEC-v5.0 Part III §1.1, mirrored by envelopes.document) lets a declaration
+    continue below its header: lines indented deeper than the header (blank lines
+    between them allowed), or flush-left `key:value` lines. A field there is a field of
+    the claim, so a forger cannot park `by:@RUNTIME` on the next line. A header whose
+    brace is not closed on its line also takes the following lines up to the first one
+    holding `}` (at most `_MAX_SPAN` lines). Both are read over-inclusively (any
+    `key:` or `key=` flush line counts), since a larger claim is only ever less strict.
+    """
+    n = len(folded)
+    j = i + 1
+    if unclosed:
+        while j < n and j - i <= _MAX_SPAN and folded[j].strip() and not _heads(folded[j]):
+            j += 1
+            if "}" in folded[j - 1]:
+                return j
+        return j
+    header_indent = _indent(folded[i])
+    regime: str | None = None
+    while j < n:
+        line = folded[j]
+        if not line.strip():
+            k = j + 1
+            while k < n and not folded[k].strip():
+                k += 1
+            if regime == "indent" and k < n and _indent(folded[k]) > header_indent:
+                j = k
+                continue
+            break
+        if _heads(line):
+            break
+        if _indent(line) > header_indent and regime != "flush":
+            regime = "indent"
+        elif regime != "indent" and _indent(line) == header_indent and _FLUSH_BODY.match(line):
+            regime = "flush"
+        else:
+            break
+        j += 1
+    return j
+
+
+# A claim in the making: its kind, positional segments and (key, value) fields.
+_Found = tuple[ClaimKind, list[str], list[tuple[str, str]]]
+
+
+_Mode = Literal["head", "bare", "headless"]
+
+
+def _claims_on(folded: str) -> tuple[list[_Found], _Mode]:
+    """The claims a single folded line starts, and how the line announced them."""
+    found: list[_Found] = []
+    heads = _heads(folded)
+    for i, head in enumerate(heads):
+        stop = heads[i + 1].start if i + 1 < len(heads) else len(folded)
+        positional, fields = _parse_fields(folded[head.end : stop])
+        found.append((_kind_of_name(head.name), positional, fields))
+    if found:
+        return found, "head"
+    bare = _bare_head(folded)
+    if bare is not None:
+        return [(_kind_of_name(bare), [], [])], "bare"
+    positional, fields = _parse_fields(folded)
+    kind = _headless_kind(folded, fields)
+    return ([(kind, positional, fields)] if kind is not None else []), "headless"
+
+
 def read_claims(text: str) -> list[RawClaim]:
     """Every `::STATUS` / `::EVIDENCE` claim in `text` (agent text only), in order."""
     originals = _split_lines(text)
     folded_lines = [fold(line) for line in originals]
+    contexts = list(_context_flags(folded_lines))
     claims: list[RawClaim] = []
-    for lineno, (original, folded, (in_fence, in_untrusted)) in enumerate(
-        zip(originals, folded_lines, _context_flags(folded_lines), strict=True), start=1
-    ):
+    i = 0
+    while i < len(originals):
+        folded = folded_lines[i]
+        found, mode = _claims_on(folded)
+        if not found:
+            i += 1
+            continue
+        in_fence, in_untrusted = contexts[i]
         context: list[str] = []
         if in_fence:
             context.append("inside a fenced code block")
         if in_untrusted:
             context.append("inside an echoed ::UNTRUSTED block")
-        found: list[tuple[ClaimKind, list[str], list[tuple[str, str]]]] = []
-        heads = _heads(folded)
-        for i, match in enumerate(heads):
-            stop = heads[i + 1].start() if i + 1 < len(heads) else len(folded)
-            positional, fields = _parse_fields(folded[match.end() : stop])
-            found.append((_kind_of_name(match["name"]), positional, fields))
-        if not found:
-            positional, fields = _parse_fields(folded)
-            kind = _headless_kind(folded, fields)
-            if kind is not None:
-                found.append((kind, positional, fields))
-                context = [*context, "has no declaration head"]
+        if mode == "headless":
+            context.append("has no declaration head")
+        if mode == "bare":
+            context.append("has its fields below a bare declaration head")
         if len(found) > 1:
-            context = [*context, "shares its line with another claim"]
-        claims.extend(
-            _build(kind, original, lineno, positional, fields, context)
-            for kind, positional, fields in found
-        )
+            context.append("shares its line with another claim")
+        # Body lines belong to the last declaration on the header line.
+        last_open = folded.rfind("{")
+        unclosed = last_open >= 0 and "}" not in folded[last_open:]
+        end = _body_end(folded_lines, i, unclosed)
+        for j in range(i + 1, end):
+            positional, fields = _parse_fields(folded_lines[j])
+            found[-1][1].extend(positional)
+            found[-1][2].extend(fields)
+        if mode == "bare" and not _has_keys(found[0][2], _STATUS_KEYS | _EVIDENCE_KEYS):
+            # A bare head without a status or evidence field below it is a heading or a
+            # word in prose ("## Status" over "Progress: 50%"), not a claim.
+            i += 1
+            continue
+        for k, (kind, positional, fields) in enumerate(found):
+            lines = originals[i:end] if k == len(found) - 1 else [originals[i]]
+            claims.append(_build(kind, lines, i + 1, positional, fields, context))
+        i = end
     return claims

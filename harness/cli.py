@@ -7,6 +7,8 @@ import sys
 import click
 
 from harness.cli_lint import lint
+from harness.cli_run import run
+from harness.logs import configure_logging
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,8 +18,10 @@ def ilh() -> None:
 
 
 ilh.add_command(lint)
+ilh.add_command(run)
 
 
 def main() -> None:
+    configure_logging()
     # click reports bad usage with exit status 2 and no traceback, as DESIGN §7 asks.
     ilh.main(args=sys.argv[1:], prog_name="ilh")

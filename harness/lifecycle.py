@@ -27,14 +27,14 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from envelopes.declarations.base import render_float
-from envelopes.declarations.status import (
+from envelopes.declarations import (
     AUTHORITY_OF_WRITER,
     WRITER_STATES,
     Authority,
     State,
     Status,
 )
+from envelopes.declarations.base import render_float
 from harness.authority import AGENT_WRITERS, Proposal
 from harness.provenance import Provenance, writer_entity
 from harness.transitions import INITIAL_STATES, illegal_because, is_budget_reason

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
-from envelopes.declarations.status import Authority
+from envelopes.declarations import Authority
 
 
 class Provenance(StrEnum):

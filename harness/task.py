@@ -29,11 +29,11 @@ class Strict(BaseModel):
 
 
 Seconds = Annotated[float, BeforeValidator(parse_duration)]
-SingleLine = Annotated[str, Field(min_length=1, pattern=r"\A[^\r\n\x00-\x08\x0b-\x1f]*\Z")]
+SingleLine = Annotated[str, Field(min_length=1, pattern=r"^[^\r\n\x00-\x08\x0b-\x1f]*$")]
 
 
 class TaskSection(Strict):
-    id: str = Field(pattern=r"\A[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
     objective: str = Field(min_length=1)
     accept: str | None = None
     done_when: str | None = None
@@ -63,7 +63,7 @@ class BudgetSection(Strict):
 
 
 class Criterion(Strict):
-    id: str = Field(pattern=r"\A[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+    id: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     weight: float = Field(ge=0, le=1)
     check: SingleLine
     run: str | None = Field(default=None, min_length=1)
@@ -99,7 +99,7 @@ class InitialSection(Strict):
 
 
 class AgentSection(Strict):
-    model: str = Field(pattern=r"\A(anthropic|openai|local|scripted|replay):.+\Z")
+    model: str = Field(pattern=r"^(anthropic|openai|local|scripted|replay):.+$")
 
 
 class TaskFile(Strict):
@@ -158,7 +158,7 @@ def locate(text: str, loc: tuple[str | int, ...]) -> int:
     lines = text.splitlines()
     start = 0
     for depth in range(len(keys) - 1, 0, -1):
-        header = re.compile(rf"\s*\[\[?\s*{re.escape('.'.join(keys[:depth]))}\s*\]\]?\s*(#.*)?\Z")
+        header = re.compile(rf"\s*\[\[?\s*{re.escape('.'.join(keys[:depth]))}\s*\]\]?\s*(#.*)?$")
         found = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
         if found is not None:
             start = found

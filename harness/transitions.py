@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from envelopes.declarations.status import COMPLETE_FORMS, WRITER_STATES, Authority, State
+from envelopes.declarations import COMPLETE_FORMS, WRITER_STATES, Authority, State
 
 __all__ = [
     "BUDGET_REASON",

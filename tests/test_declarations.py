@@ -56,7 +56,7 @@ UNTRUSTED_LINES = [
     "::UNTRUSTED{id:u1|source:user|role:objective|effects:none|payload:external}",
 ]
 BUDGET_LINES = [
-    "::BUDGET{id:b1|scope:@TASK|kind:tokens|limit:8000|used:2400|reserve_audit:500|reserve_summary:300|authority:@RUNTIME|asof:round_3}",  # noqa: E501
+    "::BUDGET{id:b1|scope:@TASK|kind:tokens|limit:8000|used:2400|reserve_audit:500|reserve_summary:300|authority:@RUNTIME|asof:round_3}",
     "::BUDGET{id:b2|scope:@TASK|kind:time|limit:300s|used:120s|authority:@RUNTIME|asof:round_3}",
     "::BUDGET{id:b3|scope:@TASK|kind:rounds|limit:5|used:2|authority:@RUNTIME|asof:round_3}",
 ]
@@ -67,13 +67,13 @@ OBJECTIVE_TEXT = """\
   DONE_WHEN: test suite green + coverage report generated + PR opened"""
 STATUS_LINES = [
     "::STATUS{@TASK|state:claimed_complete|evidence:@AUDIT_REPORT|by:@SELF|authority:proposal}",
-    "::STATUS{@TASK|state:verified_complete|evidence:@AUDIT_REPORT|by:@GRADER|authority:verification}",  # noqa: E501
+    "::STATUS{@TASK|state:verified_complete|evidence:@AUDIT_REPORT|by:@GRADER|authority:verification}",
     "::STATUS{@TASK|state:complete|verified_by:@GRADER|by:@RUNTIME|authority:commit}",
-    "::STATUS{@TASK|state:stopped|reason:budget|progress:60%|next:resume_step_4|by:@RUNTIME|authority:commit}",  # noqa: E501
+    "::STATUS{@TASK|state:stopped|reason:budget|progress:60%|next:resume_step_4|by:@RUNTIME|authority:commit}",
     "::STATUS{@TASK|state:stopped|reason:user_pause|by:@RUNTIME|authority:commit}",
     "::STATUS{@TASK|state:blocked|need:api_key|by:@AGENT|authority:proposal}",
     "::STATUS{@TASK|state:failed|reason:unrecoverable|detail:...|by:@AGENT|authority:proposal}",
-    "::STATUS{@TASK|state:needs_revision|missing:d3,d4|score:0.78|by:@GRADER|authority:verification}",  # noqa: E501
+    "::STATUS{@TASK|state:needs_revision|missing:d3,d4|score:0.78|by:@GRADER|authority:verification}",
     # §7
     "::STATUS{@TASK|state:needs_revision|missing:gaps|by:@SELF|authority:proposal}",
 ]
@@ -91,15 +91,15 @@ RUBRIC_TEXT = """\
   R:style|weight:0.2|check:no_lint_errors"""
 EVIDENCE_LINES = [
     "::EVIDENCE{id:e1|deliverable:d1|kind:file|ref:path/to/file|verified_by:@TOOL|result:pass}",
-    "::EVIDENCE{id:e2|deliverable:d2|kind:test_output|ref:test_run_42|verified_by:@TOOL|result:pass}",  # noqa: E501
-    "::EVIDENCE{id:e3|deliverable:d3|kind:manual_check|ref:screenshot|verified_by:@GRADER|result:fail|gap:missing_error_handling}",  # noqa: E501
+    "::EVIDENCE{id:e2|deliverable:d2|kind:test_output|ref:test_run_42|verified_by:@TOOL|result:pass}",
+    "::EVIDENCE{id:e3|deliverable:d3|kind:manual_check|ref:screenshot|verified_by:@GRADER|result:fail|gap:missing_error_handling}",
 ]
 PRIOR_LINES = [
     "::PRIOR{dimension:completion|default:assume_incomplete|authority:system|scope:@TASK}",
     "::PRIOR{dimension:execution|default:act_when_safe|authority:system|scope:@TASK}",
     "::PRIOR{dimension:user_claims|default:verify_first|authority:system|scope:@TASK}",
     "::PRIOR{dimension:output|default:precision_over_recall|authority:system|scope:@TASK}",
-    "::PRIOR{dimension:clarification|default:ask_when_irreversible_or_ambiguous|authority:system|scope:@TASK}",  # noqa: E501
+    "::PRIOR{dimension:clarification|default:ask_when_irreversible_or_ambiguous|authority:system|scope:@TASK}",
     # §8 sugar, as written inside a GENE body (indented)
     "  ::PRIOR{completion:assume_incomplete}",
     "  ::PRIOR{execution:act_when_safe}",
@@ -118,9 +118,7 @@ SPEC_EXAMPLES: list[tuple[type[Declaration], str]] = [
 
 
 @pytest.mark.parametrize(("model", "text"), SPEC_EXAMPLES)
-def test_spec_example_parses_and_renders_back_verbatim(
-    model: type[Declaration], text: str
-) -> None:
+def test_spec_example_parses_and_renders_back_verbatim(model: type[Declaration], text: str) -> None:
     parsed = model.parse(text)
     assert isinstance(parsed, model)
     assert parsed.render() == text.strip()
@@ -138,7 +136,11 @@ def test_status_running_example_renders_in_canonical_order() -> None:
 def test_spec_examples_have_the_right_field_values() -> None:
     b1, b2, b3 = (Budget.parse(t) for t in BUDGET_LINES)
     assert (b1.kind, b1.limit, b1.used, b1.reserve_audit, b1.reserve_summary) == (
-        BudgetKind.TOKENS, 8000, 2400, 500, 300,
+        BudgetKind.TOKENS,
+        8000,
+        2400,
+        500,
+        300,
     )
     assert b1.remaining == 4800 and b1.asof == 3 and b1.authority == "@RUNTIME"
     assert (b2.kind, b2.limit, b2.used, b2.remaining) == (BudgetKind.TIME, 300.0, 120.0, 180.0)
@@ -166,11 +168,12 @@ def test_spec_examples_have_the_right_field_values() -> None:
 
     fallback = Fallback.parse(FALLBACK_LINES[-1])
     assert (fallback.condition, fallback.tier) == (
-        "unsupported_untrusted_boundary", FallbackTier.READ_ONLY,
+        "unsupported_untrusted_boundary",
+        FallbackTier.READ_ONLY,
     )
 
 
-@pytest.mark.parametrize("text", STATUS_LINES + [STATUS_RUNNING])
+@pytest.mark.parametrize("text", [*STATUS_LINES, STATUS_RUNNING])
 def test_spec_status_examples_are_lawful(text: str) -> None:
     assert status_findings(Status.parse(text), 1) == []
 
@@ -181,7 +184,10 @@ def test_spec_status_examples_are_lawful(text: str) -> None:
 def test_fields_split_at_the_first_colon_and_keep_order() -> None:
     segments = split_fields("@TASK|state:running|by:@RUNTIME|hash:sha256:abc123")
     assert [(s.key, s.value) for s in segments] == [
-        (None, "@TASK"), ("state", "running"), ("by", "@RUNTIME"), ("hash", "sha256:abc123"),
+        (None, "@TASK"),
+        ("state", "running"),
+        ("by", "@RUNTIME"),
+        ("hash", "sha256:abc123"),
     ]
     assert segments[1].col == 7
 
@@ -189,7 +195,9 @@ def test_fields_split_at_the_first_colon_and_keep_order() -> None:
 def test_quoted_values_hold_separators_and_escapes() -> None:
     segments = split_fields(r'detail:"a|b}{c \"q\" \\ \n end"|x: "  pad "|"po:s"')
     assert [(s.key, s.value) for s in segments] == [
-        ("detail", 'a|b}{c "q" \\ \n end'), ("x", "  pad "), (None, "po:s"),
+        ("detail", 'a|b}{c "q" \\ \n end'),
+        ("x", "  pad "),
+        (None, "po:s"),
     ]
 
 
@@ -221,7 +229,8 @@ def test_malformed_fields_are_refused(content: str, code: str) -> None:
 def test_fullwidth_punctuation_inside_values_is_legal() -> None:
     segments = split_fields("detail:原因：预算（见附录），、|原因：预算")
     assert [(s.key, s.value) for s in segments] == [
-        ("detail", "原因：预算（见附录），、"), (None, "原因：预算"),
+        ("detail", "原因：预算（见附录），、"),
+        (None, "原因：预算"),
     ]
 
 
@@ -272,8 +281,14 @@ def test_remaining_cannot_be_smuggled_in_as_an_extra() -> None:
 
 def test_remaining_is_derived_never_rendered_and_may_go_negative() -> None:
     budget = Budget(
-        id="b1", kind=BudgetKind.TOKENS, limit=1000, used=900, reserve_audit=100,
-        reserve_summary=50, authority="@RUNTIME", asof=4,
+        id="b1",
+        kind=BudgetKind.TOKENS,
+        limit=1000,
+        used=900,
+        reserve_audit=100,
+        reserve_summary=50,
+        authority="@RUNTIME",
+        asof=4,
     )
     assert budget.remaining == -50 and budget.exhausted
     assert "remaining" not in budget.render()
@@ -284,8 +299,8 @@ def test_remaining_is_derived_never_rendered_and_may_go_negative() -> None:
 
 
 @pytest.mark.parametrize(
-    ("written", "seconds"), [("300s", 300.0), ("5m", 300.0), ("300", 300.0), ("1.5h", 5400.0),
-                             ("0.25s", 0.25)]
+    ("written", "seconds"),
+    [("300s", 300.0), ("5m", 300.0), ("300", 300.0), ("1.5h", 5400.0), ("0.25s", 0.25)],
 )
 def test_time_values_read_units_and_render_seconds(written: str, seconds: float) -> None:
     budget = Budget.parse(f"::BUDGET{{kind:time|limit:{written}|used:{written}}}")
@@ -372,12 +387,18 @@ def test_status_maps_known_words_to_enums_and_keeps_others() -> None:
 
 def test_writer_table_is_the_spec_table() -> None:
     assert WRITER_STATES["proposal"] == {
-        State.CLAIMED_COMPLETE, State.STOPPED, State.BLOCKED, State.FAILED, State.NEEDS_REVISION,
+        State.CLAIMED_COMPLETE,
+        State.STOPPED,
+        State.BLOCKED,
+        State.FAILED,
+        State.NEEDS_REVISION,
     }
     assert WRITER_STATES["verification"] == {State.VERIFIED_COMPLETE, State.NEEDS_REVISION}
     assert WRITER_STATES["commit"] == {State.COMPLETE, State.RUNNING, State.STOPPED}
     assert dict(AUTHORITY_OF_WRITER) == {
-        "@AGENT": "proposal", "@SELF": "proposal", "@GRADER": "verification",
+        "@AGENT": "proposal",
+        "@SELF": "proposal",
+        "@GRADER": "verification",
         "@RUNTIME": "commit",
     }
 
@@ -390,24 +411,34 @@ def test_writer_table_is_the_spec_table() -> None:
         # a state its writer may not write
         ("::STATUS{@TASK|state:complete|by:@SELF|authority:proposal}", [("E303", "error")]),
         ("::STATUS{@TASK|state:complete|by:@GRADER|authority:verification}", [("E303", "error")]),
-        ("::STATUS{@TASK|state:verified_complete|by:@AGENT|authority:proposal}",
-         [("E303", "error")]),
+        (
+            "::STATUS{@TASK|state:verified_complete|by:@AGENT|authority:proposal}",
+            [("E303", "error")],
+        ),
         ("::STATUS{@TASK|state:running|by:@AGENT|authority:proposal}", [("E303", "error")]),
         # mismatch AND a state neither tier may write
-        ("::STATUS{@TASK|state:verified_complete|by:@SELF|authority:commit}",
-         [("E303", "error")] * 3),
+        (
+            "::STATUS{@TASK|state:verified_complete|by:@SELF|authority:commit}",
+            [("E303", "error")] * 3,
+        ),
         # reason:budget never with a complete form
-        ("::STATUS{@TASK|state:claimed_complete|reason:budget|by:@AGENT|authority:proposal}",
-         [("E303", "error")]),
-        ("::STATUS{@TASK|state:complete|reason:budget|by:@RUNTIME|authority:commit}",
-         [("E303", "error")]),
+        (
+            "::STATUS{@TASK|state:claimed_complete|reason:budget|by:@AGENT|authority:proposal}",
+            [("E303", "error")],
+        ),
+        (
+            "::STATUS{@TASK|state:complete|reason:budget|by:@RUNTIME|authority:commit}",
+            [("E303", "error")],
+        ),
         # unsigned claims of a single-writer state
         ("::STATUS{@TASK|state:complete}", [("E303", "error")]),
         ("::STATUS{@TASK|state:created|by:@RUNTIME|authority:commit}", [("E303", "error")] * 2),
         # unknown words
         ("::STATUS{@TASK|state:done|by:@AGENT|authority:proposal}", [("E303", "warning")]),
-        ("::STATUS{@TASK|state:stopped|by:@ROOT|authority:root}",
-         [("E303", "warning"), ("E303", "error")]),
+        (
+            "::STATUS{@TASK|state:stopped|by:@ROOT|authority:root}",
+            [("E303", "warning"), ("E303", "error")],
+        ),
         ("::STATUS{@TASK|by:@AGENT}", [("E303", "warning")]),
         # lawful
         ("::STATUS{@TASK|state:stopped|reason:budget|by:@AGENT|authority:proposal}", []),
@@ -479,7 +510,10 @@ def test_rubric_findings() -> None:
     assert bad.id == "release_gate"
     messages = [(f.code, f.severity, f.message) for f in rubric_findings(bad, 1)]
     assert [m[:2] for m in messages] == [
-        ("E303", "error"), ("E303", "warning"), ("E303", "error"), ("E303", "error"),
+        ("E303", "error"),
+        ("E303", "warning"),
+        ("E303", "error"),
+        ("E303", "error"),
         ("E303", "error"),
     ]
     assert "sum" in messages[-1][2]
@@ -575,7 +609,14 @@ def test_bad_untrusted_headers_are_refused(text: str) -> None:
 
 def test_registry_and_from_parts() -> None:
     assert set(V4_DECLARATIONS) == {
-        "UNTRUSTED", "BUDGET", "STATUS", "OBJECTIVE", "RUBRIC", "EVIDENCE", "PRIOR", "FALLBACK",
+        "UNTRUSTED",
+        "BUDGET",
+        "STATUS",
+        "OBJECTIVE",
+        "RUBRIC",
+        "EVIDENCE",
+        "PRIOR",
+        "FALLBACK",
     }
     status = Status.from_parts("@TASK|state:blocked", [(4, "need:api_key")], 3)
     assert status.get("need") == "api_key"
@@ -592,7 +633,7 @@ def test_error_positions_point_at_the_field() -> None:
 
 # --- properties ---------------------------------------------------------------------------
 
-_SPECIAL = list('|{}":\\ \n\t：｜⇒@,=-_.\u200b\u3000') + ["\u00e9", "中", "🙂"]
+_SPECIAL = [*list('|{}":\\ \n\t：｜⇒@,=-_.\u200b\u3000'), "é", "中", "🙂"]
 _char = st.one_of(
     st.sampled_from(_SPECIAL),
     st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")),
@@ -623,11 +664,31 @@ def budgets(draw: st.DrawFn) -> Budget:
         else st.integers(min_value=0, max_value=10**15)
     )
     return Budget(
-        id=draw(optional(values)), scope=draw(values), kind=kind, limit=draw(amount),
-        used=draw(amount), reserve_audit=draw(amount), reserve_summary=draw(amount),
-        authority=draw(optional(values)), asof=draw(optional(st.integers(0, 10**6))),
-        extras=draw(extras_without({"id", "scope", "kind", "limit", "used", "reserve_audit",
-                                    "reserve_summary", "authority", "asof", "remaining"})),
+        id=draw(optional(values)),
+        scope=draw(values),
+        kind=kind,
+        limit=draw(amount),
+        used=draw(amount),
+        reserve_audit=draw(amount),
+        reserve_summary=draw(amount),
+        authority=draw(optional(values)),
+        asof=draw(optional(st.integers(0, 10**6))),
+        extras=draw(
+            extras_without(
+                {
+                    "id",
+                    "scope",
+                    "kind",
+                    "limit",
+                    "used",
+                    "reserve_audit",
+                    "reserve_summary",
+                    "authority",
+                    "asof",
+                    "remaining",
+                }
+            )
+        ),
     )
 
 
@@ -643,47 +704,78 @@ statuses = st.builds(
 body_keys = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
 objectives = st.builds(
     Objective,
-    id=optional(values), owner=optional(values), trust=optional(values),
-    version=optional(st.integers(1, 10**9)), hash=optional(values),
+    id=optional(values),
+    owner=optional(values),
+    trust=optional(values),
+    version=optional(st.integers(1, 10**9)),
+    hash=optional(values),
     status=optional(st.sampled_from(ObjectiveStatus)),
     extras=extras_without({"id", "owner", "trust", "version", "hash", "status"}),
-    body=st.lists(st.tuples(body_keys, values), unique_by=lambda kv: kv[0].lower(),
-                  max_size=4).map(tuple),
+    body=st.lists(st.tuples(body_keys, values), unique_by=lambda kv: kv[0].lower(), max_size=4).map(
+        tuple
+    ),
 )
 finite = st.floats(allow_nan=False, allow_infinity=False)
 criteria = st.builds(
-    Criterion, id=values, weight=finite, check=optional(values),
+    Criterion,
+    id=values,
+    weight=finite,
+    check=optional(values),
     extras=extras_without({"r", "weight", "check"}),
 )
 rubrics = st.builds(
-    Rubric, id=optional(values), objective=optional(values), threshold=optional(finite),
-    mode=optional(values), extras=extras_without({"id", "objective", "threshold", "mode"}),
+    Rubric,
+    id=optional(values),
+    objective=optional(values),
+    threshold=optional(finite),
+    mode=optional(values),
+    extras=extras_without({"id", "objective", "threshold", "mode"}),
     criteria=st.lists(criteria, max_size=4).map(tuple),
 )
 evidences = st.builds(
-    Evidence, id=optional(values), deliverable=optional(values), kind=optional(values),
-    ref=optional(values), verified_by=optional(values),
-    result=optional(st.sampled_from(EvidenceResult)), gap=optional(values),
+    Evidence,
+    id=optional(values),
+    deliverable=optional(values),
+    kind=optional(values),
+    ref=optional(values),
+    verified_by=optional(values),
+    result=optional(st.sampled_from(EvidenceResult)),
+    gap=optional(values),
     extras=extras_without({"id", "deliverable", "kind", "ref", "verified_by", "result", "gap"}),
 )
 priors = st.builds(
-    Prior, dimension=values, default=values, authority=optional(values),
-    scope=optional(values), extras=extras_without({"dimension", "default", "authority", "scope"}),
+    Prior,
+    dimension=values,
+    default=values,
+    authority=optional(values),
+    scope=optional(values),
+    extras=extras_without({"dimension", "default", "authority", "scope"}),
 ) | st.builds(
-    Prior.sugar, keys.filter(lambda k: k not in {"dimension", "default", "authority", "scope"}),
+    Prior.sugar,
+    keys.filter(lambda k: k not in {"dimension", "default", "authority", "scope"}),
     values,
 )
 fallbacks = st.builds(
-    Fallback, condition=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True),
+    Fallback,
+    condition=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True),
     tier=st.sampled_from(FallbackTier),
 )
-untrusteds = st.builds(
-    Untrusted, id=optional(values), source=optional(values), role=optional(values),
-    effects=optional(values),
-    extras=extras_without({"id", "source", "role", "effects", "delimiter", "payload"}),
-) | st.builds(
-    Untrusted, id=values, delimiter=st.from_regex(r"[A-Za-z0-9_]{1,10}", fullmatch=True),
-) | st.builds(Untrusted, id=values, payload=st.just("external"))
+untrusteds = (
+    st.builds(
+        Untrusted,
+        id=optional(values),
+        source=optional(values),
+        role=optional(values),
+        effects=optional(values),
+        extras=extras_without({"id", "source", "role", "effects", "delimiter", "payload"}),
+    )
+    | st.builds(
+        Untrusted,
+        id=values,
+        delimiter=st.from_regex(r"[A-Za-z0-9_]{1,10}", fullmatch=True),
+    )
+    | st.builds(Untrusted, id=values, payload=st.just("external"))
+)
 
 MODELS = st.one_of(
     budgets(), statuses, objectives, rubrics, evidences, priors, fallbacks, untrusteds
@@ -700,7 +792,9 @@ def test_parse_inverts_render_for_every_model(model: Declaration) -> None:
 
 @given(budgets())
 def test_no_rendered_budget_holds_remaining_and_remaining_is_the_formula(budget: Budget) -> None:
-    assert "remaining" not in budget.render()
+    # no `remaining` field; a value may of course spell the word
+    content, _, _, _ = split_declaration(budget.render(), "BUDGET")
+    assert all(segment.key != "remaining" for segment in split_fields(content))
     assert budget.remaining == (
         budget.limit - budget.used - budget.reserve_audit - budget.reserve_summary
     )
@@ -725,8 +819,10 @@ def test_every_value_a_model_accepts_can_be_rendered(value: str) -> None:
 
 
 _decl_names = st.sampled_from(sorted(V4_DECLARATIONS))
-_noise = st.text(alphabet=st.one_of(st.sampled_from(_SPECIAL + ["\n", "\r", "\u2028"]),
-                                    st.characters()), max_size=60)
+_noise = st.text(
+    alphabet=st.one_of(st.sampled_from([*_SPECIAL, "\n", "\r", "\u2028"]), st.characters()),
+    max_size=60,
+)
 
 
 @settings(max_examples=800)
@@ -742,11 +838,36 @@ def test_parse_raises_only_ilang_errors(name: str, noise: str, with_header: bool
 
 
 @settings(max_examples=300)
-@given(_decl_names, st.lists(st.sampled_from(
-    ["state:running", "by:@SELF", "@TASK", "kind:tokens", "limit:5", "used:2", "id:x",
-     "completion:assume_incomplete", "dimension:d", "default:e", "v3_only⇒warn",
-     "delimiter:EOF", 'detail:"a|b"', "result:pass", "threshold:0.5", "R:a|weight:1",
-     "remaining:3", "status:active", "ACCEPT: x", ""]), max_size=5))
+@given(
+    _decl_names,
+    st.lists(
+        st.sampled_from(
+            [
+                "state:running",
+                "by:@SELF",
+                "@TASK",
+                "kind:tokens",
+                "limit:5",
+                "used:2",
+                "id:x",
+                "completion:assume_incomplete",
+                "dimension:d",
+                "default:e",
+                "v3_only⇒warn",
+                "delimiter:EOF",
+                'detail:"a|b"',
+                "result:pass",
+                "threshold:0.5",
+                "R:a|weight:1",
+                "remaining:3",
+                "status:active",
+                "ACCEPT: x",
+                "",
+            ]
+        ),
+        max_size=5,
+    ),
+)
 def test_near_miss_declarations_parse_or_fail_cleanly(name: str, parts: list[str]) -> None:
     header, *body = parts or [""]
     text = "\n  ".join([f"::{name}{{{header}}}", *body])

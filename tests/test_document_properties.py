@@ -96,11 +96,11 @@ def declarations(draw: st.DrawFn) -> str:
         return head
     if shape == "span":
         lines = draw(st.lists(WORD, min_size=1, max_size=3))
-        return f"::PRIORITY{{\n" + "\n".join(f"  {w} > x" for w in lines) + "\n}"
+        return "::PRIORITY{\n" + "\n".join(f"  {w} > x" for w in lines) + "\n}"
     lines = draw(st.lists(body_lines(name), min_size=1, max_size=4))
     if shape == "flush":
         flush = [
-            ln for ln in lines if ln.startswith(("T:", "A:")) or ln[:1].islower() and ":" in ln
+            ln for ln in lines if ln.startswith(("T:", "A:")) or (ln[:1].islower() and ":" in ln)
         ]
         return "\n".join([head, *flush]) if flush else head
     if draw(st.booleans()):

@@ -62,8 +62,10 @@ def parse_int(segment: Segment) -> int:
     """ASCII digits only: `int()` would also take full-width and other Unicode digits."""
     if not _INT.fullmatch(segment.value) or len(segment.value) > 40:
         raise IlangError(
-            "E301", f"{segment.key} must be an integer, got {segment.value!r}",
-            segment.line, segment.col,
+            "E301",
+            f"{segment.key} must be an integer, got {segment.value!r}",
+            segment.line,
+            segment.col,
         )
     return int(segment.value)
 
@@ -72,13 +74,17 @@ def parse_float(segment: Segment) -> float:
     """ASCII decimal or exponent form; NaN and infinities are refused (E301)."""
     if not _FLOAT.fullmatch(segment.value) or len(segment.value) > 64:
         raise IlangError(
-            "E301", f"{segment.key} must be a number, got {segment.value!r}",
-            segment.line, segment.col,
+            "E301",
+            f"{segment.key} must be a number, got {segment.value!r}",
+            segment.line,
+            segment.col,
         )
     number = float(segment.value)
     if not math.isfinite(number):
         raise IlangError(
-            "E301", f"{segment.key} is out of range: {segment.value!r}", segment.line,
+            "E301",
+            f"{segment.key} is out of range: {segment.value!r}",
+            segment.line,
             segment.col,
         )
     return number
@@ -130,9 +136,7 @@ class FieldReader:
                         segment.col,
                     )
                 if segment.key.lower() in self.seen:
-                    raise IlangError(
-                        "E303", f"repeated key {segment.key!r}", line_no, segment.col
-                    )
+                    raise IlangError("E303", f"repeated key {segment.key!r}", line_no, segment.col)
                 self._add(segment, segment.key)
 
     def _add(self, segment: Segment, key: str) -> None:
@@ -171,18 +175,20 @@ class FieldReader:
         if len(self.positionals) > 1:
             extra = self.positionals[1]
             raise IlangError(
-                "E300", f"::{self.decl} has more than one positional segment",
-                extra.line, extra.col,
+                "E300",
+                f"::{self.decl} has more than one positional segment",
+                extra.line,
+                extra.col,
             )
         if not _POSITIONAL_ID.fullmatch(first.value):
             raise IlangError(
-                "E300", f"::{self.decl} positional segment {first.value!r} is not an id",
-                first.line, first.col,
+                "E300",
+                f"::{self.decl} positional segment {first.value!r} is not an id",
+                first.line,
+                first.col,
             )
         if "id" in self.fields:
-            raise IlangError(
-                "E303", f"::{self.decl} names its id twice", first.line, first.col
-            )
+            raise IlangError("E303", f"::{self.decl} names its id twice", first.line, first.col)
         self.positionals = []
         return first.value
 
@@ -212,8 +218,7 @@ def build(model: Callable[..., M], line: int, col: int, decl: str, **values: Any
         return model(**values)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or decl}: {err['msg']}"
-            for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc']) or decl}: {err['msg']}" for err in exc.errors()
         )
         raise IlangError("E303", f"::{decl}: {problems}", line, col) from None
 
@@ -243,4 +248,3 @@ class Declaration(BaseModel):
 
     def render(self) -> str:
         raise NotImplementedError
-

@@ -47,8 +47,18 @@ class BudgetKind(StrEnum):
 Amount = int | float
 
 _NAMED = frozenset(
-    {"id", "scope", "kind", "limit", "used", "reserve_audit", "reserve_summary",
-     "authority", "asof", "remaining"}
+    {
+        "id",
+        "scope",
+        "kind",
+        "limit",
+        "used",
+        "reserve_audit",
+        "reserve_summary",
+        "authority",
+        "asof",
+        "remaining",
+    }
 )
 _AMOUNTS = ("limit", "used", "reserve_audit", "reserve_summary")
 _ASOF = re.compile(r"round_([0-9]{1,18})")
@@ -64,8 +74,10 @@ def parse_amount(kind: BudgetKind, segment: Segment) -> Amount:
         match = _TIME.fullmatch(text)
         if match is None or len(text) > 64:
             raise IlangError(
-                "E301", f"{segment.key} must be seconds like 300s or 5m, got {text!r}",
-                segment.line, segment.col,
+                "E301",
+                f"{segment.key} must be seconds like 300s or 5m, got {text!r}",
+                segment.line,
+                segment.col,
             )
         seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
         if not math.isfinite(seconds):
@@ -75,8 +87,10 @@ def parse_amount(kind: BudgetKind, segment: Segment) -> Amount:
         return seconds
     if not _COUNT.fullmatch(text):
         raise IlangError(
-            "E301", f"{segment.key} must be a whole number of {kind}, got {text!r}",
-            segment.line, segment.col,
+            "E301",
+            f"{segment.key} must be a whole number of {kind}, got {text!r}",
+            segment.line,
+            segment.col,
         )
     return int(text)
 
@@ -171,8 +185,10 @@ class Budget(Declaration):
             kind = BudgetKind(kind_seg.value)
         except ValueError:
             raise IlangError(
-                "E303", f"unknown budget kind {kind_seg.value!r} (tokens|time|rounds)",
-                kind_seg.line, kind_seg.col,
+                "E303",
+                f"unknown budget kind {kind_seg.value!r} (tokens|time|rounds)",
+                kind_seg.line,
+                kind_seg.col,
             ) from None
         limit = parse_amount(kind, reader.require("limit"))
         values: dict[str, Any] = {"kind": kind, "limit": limit}

@@ -70,8 +70,10 @@ class Evidence(Declaration):
                 values["result"] = EvidenceResult(result.value)
             except ValueError:
                 raise IlangError(
-                    "E303", f"unknown evidence result {result.value!r} (pass|fail|unknown)",
-                    result.line, result.col,
+                    "E303",
+                    f"unknown evidence result {result.value!r} (pass|fail|unknown)",
+                    result.line,
+                    result.col,
                 ) from None
         values["gap"] = reader.take_str("gap")
         values["extras"] = reader.extras()

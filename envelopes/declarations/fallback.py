@@ -52,19 +52,26 @@ class Fallback(Declaration):
             raise IlangError("E300", "::FALLBACK takes exactly one condition⇒tier", line, col)
         text = segments[0].value
         if text.count(ARROW) != 1:
-            raise IlangError("E300", "::FALLBACK needs one ⇒ between condition and tier",
-                             line, segments[0].col)
+            raise IlangError(
+                "E300", "::FALLBACK needs one ⇒ between condition and tier", line, segments[0].col
+            )
         condition, tier = (part.strip(" ") for part in text.split(ARROW))
         try:
             tier_value = FallbackTier(tier)
         except ValueError:
             raise IlangError(
-                "E303", f"unknown fallback tier {tier!r} (ignore|warn|safe_mode|read_only)",
-                line, segments[0].col,
+                "E303",
+                f"unknown fallback tier {tier!r} (ignore|warn|safe_mode|read_only)",
+                line,
+                segments[0].col,
             ) from None
         if not IDENTIFIER.fullmatch(condition):
-            raise IlangError("E300", f"fallback condition {condition!r} is not an identifier",
-                             line, segments[0].col)
+            raise IlangError(
+                "E300",
+                f"fallback condition {condition!r} is not an identifier",
+                line,
+                segments[0].col,
+            )
         return build(cls, line, col, cls.NAME, condition=condition, tier=tier_value)
 
     def render(self) -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -332,16 +332,10 @@ def split_declaration(
     start = indent + len(opener)
     _, close = scan_header(header_line, start, line=header_no)
     if header_line[close + 1 :].strip(_PAD) != "":
-        raise IlangError(
-            "E300", "text after the closing brace of the header", header_no, close + 2
-        )
+        raise IlangError("E300", "text after the closing brace of the header", header_no, close + 2)
     body = [
         (header_no + offset, raw.strip())
         for offset, raw in enumerate(lines[first + 1 :], start=1)
         if raw.strip() != ""
     ]
     return header_line[start:close], body, header_no, start + 1
-
-
-def pairs(segments: Sequence[Segment]) -> tuple[tuple[str | None, str], ...]:
-    return tuple((s.key, s.value) for s in segments)

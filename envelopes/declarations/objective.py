@@ -127,8 +127,13 @@ class Objective(Declaration):
     ) -> Objective:
         """An objective whose `hash` is the digest of its body."""
         draft = cls(
-            id=id, owner=owner, trust=trust, version=version, status=status,
-            extras=tuple(extras), body=tuple(body),
+            id=id,
+            owner=owner,
+            trust=trust,
+            version=version,
+            status=status,
+            extras=tuple(extras),
+            body=tuple(body),
         )
         return draft.model_copy(update={"hash": draft.body_digest()})
 
@@ -179,7 +184,8 @@ class Objective(Declaration):
                     "E303",
                     f"unknown objective status {status.value!r} "
                     "(created|active|paused|complete|abandoned)",
-                    status.line, status.col,
+                    status.line,
+                    status.col,
                 ) from None
         values["extras"] = reader.extras()
         values["body"] = _read_body(body)
@@ -228,8 +234,10 @@ def _read_body_line(line_no: int, text: str) -> tuple[str, str]:
         value, end = read_quoted(raw, 0, line=line_no, col=start + 1)
         if raw[end:].strip(" \t"):
             raise IlangError(
-                "E300", "text after a quoted body value (quote the whole value)",
-                line_no, start + end + 1,
+                "E300",
+                "text after a quoted body value (quote the whole value)",
+                line_no,
+                start + end + 1,
             )
         return key, value
     for offset, ch in enumerate(raw):
@@ -237,7 +245,9 @@ def _read_body_line(line_no: int, text: str) -> tuple[str, str]:
             raise IlangError("E300", "full-width ｜ in a body value", line_no, start + offset + 1)
         if not _free_char_ok(ch):
             raise IlangError(
-                "E303", f"character {ch!r} in an unquoted body value (quote it)",
-                line_no, start + offset + 1,
+                "E303",
+                f"character {ch!r} in an unquoted body value (quote it)",
+                line_no,
+                start + offset + 1,
             )
     return key, raw

@@ -72,8 +72,11 @@ class Prior(Declaration):
     @classmethod
     def sugar(cls, dimension: str, default: str) -> Prior:
         return cls(
-            dimension=dimension, default=default, authority=SUGAR_AUTHORITY,
-            scope=SUGAR_SCOPE, form=PriorForm.SUGAR,
+            dimension=dimension,
+            default=default,
+            authority=SUGAR_AUTHORITY,
+            scope=SUGAR_SCOPE,
+            form=PriorForm.SUGAR,
         )
 
     @classmethod
@@ -97,7 +100,8 @@ class Prior(Declaration):
             raise IlangError(
                 "E300",
                 "::PRIOR is either dimension:…|default:… or one dimension:default field",
-                line, col,
+                line,
+                col,
             )
         (only,) = segments
         assert only.key is not None  # no_positionals() passed
@@ -106,8 +110,15 @@ class Prior(Declaration):
                 "E300", f"::PRIOR{{{only.key}:…}} is neither canonical nor sugar", line, col
             )
         return build(
-            cls, line, col, cls.NAME, dimension=only.key, default=only.value,
-            authority=SUGAR_AUTHORITY, scope=SUGAR_SCOPE, form=PriorForm.SUGAR,
+            cls,
+            line,
+            col,
+            cls.NAME,
+            dimension=only.key,
+            default=only.value,
+            authority=SUGAR_AUTHORITY,
+            scope=SUGAR_SCOPE,
+            form=PriorForm.SUGAR,
         )
 
     def render(self) -> str:

@@ -122,8 +122,10 @@ def _read_row(line_no: int, text: str) -> Criterion:
     for segment in segments[1:]:
         if segment.key is None:
             raise IlangError(
-                "E300", f"positional {segment.value!r} in a criterion row",
-                segment.line, segment.col,
+                "E300",
+                f"positional {segment.value!r} in a criterion row",
+                segment.line,
+                segment.col,
             )
         if segment.key in ("weight", "check"):
             by_key[segment.key] = segment
@@ -133,7 +135,10 @@ def _read_row(line_no: int, text: str) -> Criterion:
         raise IlangError("E300", "criterion row needs a weight", line_no, 1)
     check = by_key.get("check")
     return build(
-        Criterion, line_no, 1, "RUBRIC",
+        Criterion,
+        line_no,
+        1,
+        "RUBRIC",
         id=segments[0].value,
         weight=parse_float(by_key["weight"]),
         check=None if check is None else check.value,
@@ -160,8 +165,9 @@ def rubric_findings(r: Rubric, line: int) -> list[Finding]:
         seen.add(row.id)
         if not 0.0 <= row.weight <= 1.0:
             found.append(
-                Finding("E303", f"weight {row.weight} of {row.id!r} is outside [0, 1]",
-                        line + offset)
+                Finding(
+                    "E303", f"weight {row.weight} of {row.id!r} is outside [0, 1]", line + offset
+                )
             )
     total = math.fsum(row.weight for row in r.criteria)
     if abs(total - 1.0) > WEIGHT_TOLERANCE:

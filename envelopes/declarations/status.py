@@ -53,8 +53,13 @@ class Authority(StrEnum):
 WRITER_STATES: Mapping[str, frozenset[State]] = MappingProxyType(
     {
         Authority.PROPOSAL: frozenset(
-            {State.CLAIMED_COMPLETE, State.STOPPED, State.BLOCKED, State.FAILED,
-             State.NEEDS_REVISION}
+            {
+                State.CLAIMED_COMPLETE,
+                State.STOPPED,
+                State.BLOCKED,
+                State.FAILED,
+                State.NEEDS_REVISION,
+            }
         ),
         Authority.VERIFICATION: frozenset({State.VERIFIED_COMPLETE, State.NEEDS_REVISION}),
         Authority.COMMIT: frozenset({State.COMPLETE, State.RUNNING, State.STOPPED}),
@@ -145,8 +150,10 @@ class Status(Declaration):
             if len(reader.positionals) > 1:
                 stray = reader.positionals[1]
                 raise IlangError(
-                    "E300", f"::STATUS has a second positional segment {stray.value!r}",
-                    stray.line, stray.col,
+                    "E300",
+                    f"::STATUS has a second positional segment {stray.value!r}",
+                    stray.line,
+                    stray.col,
                 )
             if scope_field is not None:
                 raise IlangError("E303", "::STATUS names its scope twice", first.line, first.col)
@@ -155,8 +162,10 @@ class Status(Declaration):
             if not _ENTITY.fullmatch(scope_field.value):
                 code = "E200" if scope_field.value.startswith("@") else "E300"
                 raise IlangError(
-                    code, f"::STATUS scope {scope_field.value!r} is not an entity @NAME",
-                    scope_field.line, scope_field.col,
+                    code,
+                    f"::STATUS scope {scope_field.value!r} is not an entity @NAME",
+                    scope_field.line,
+                    scope_field.col,
                 )
             values["scope"] = scope_field.value
         for name in ("state", "reason", "by", "authority"):
@@ -232,10 +241,14 @@ def _state_findings(
     for tier in dict.fromkeys(t for t in (writer_tier, claimed) if t is not None):
         if state not in WRITER_STATES[tier]:
             who = s.by if tier is writer_tier and s.by is not None else f"authority:{tier}"
-            add(f"{who} may not write state:{state} (authority:{tier} writes "
-                f"{', '.join(sorted(WRITER_STATES[tier]))})")
-    if writer_tier is None and claimed is None and state in (
-        State.COMPLETE, State.VERIFIED_COMPLETE, State.RUNNING
+            add(
+                f"{who} may not write state:{state} (authority:{tier} writes "
+                f"{', '.join(sorted(WRITER_STATES[tier]))})"
+            )
+    if (
+        writer_tier is None
+        and claimed is None
+        and state in (State.COMPLETE, State.VERIFIED_COMPLETE, State.RUNNING)
     ):
         add(f"state:{state} needs its writer (by and authority) to be stated")
     if s.reason == "budget" and state is not State.STOPPED:
