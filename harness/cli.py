@@ -15,6 +15,7 @@ from harness.logs import configure_logging
 @click.version_option(package_name="ilang-harness")
 def ilh() -> None:
     """ilang-harness: the model proposes, the runtime decides."""
+    configure_logging()
 
 
 ilh.add_command(lint)
@@ -22,6 +23,5 @@ ilh.add_command(run)
 
 
 def main() -> None:
-    configure_logging()
     # click reports bad usage with exit status 2 and no traceback, as DESIGN §7 asks.
     ilh.main(args=sys.argv[1:], prog_name="ilh")

@@ -37,6 +37,7 @@ execution semantics. The runtime decides; you propose.
 - Use the tools to inspect and change the workspace; they are confined to it.
 - To propose a status, write this on its own line, exactly, with nothing around it:
   ::STATUS{@TASK|state:<state>|by:@AGENT|authority:proposal}
+  and leave a blank line after it: lines directly below a declaration belong to it.
   Add `reason:<why>` for stopped or failed, `need:<what>` for blocked, `missing:<gaps>` for
   needs_revision. States you may propose: claimed_complete, needs_revision, stopped, blocked,
   failed. Propose claimed_complete only when the evidence in the workspace shows every

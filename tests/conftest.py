@@ -15,3 +15,11 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.fail(f"test data folder {SHARED} is missing (CI lays shared/ beside the clone)")
     return SHARED
+
+
+@pytest.fixture(autouse=True, scope="session")
+def quiet_logs() -> None:
+    """Library code logs through structlog; keep test output to what tests print."""
+    from harness.logs import configure_logging
+
+    configure_logging()
