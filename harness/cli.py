@@ -8,6 +8,7 @@ import click
 
 from harness.cli_lint import lint
 from harness.cli_run import run
+from harness.cli_runs import runs
 from harness.logs import configure_logging
 
 
@@ -20,6 +21,7 @@ def ilh() -> None:
 
 ilh.add_command(lint)
 ilh.add_command(run)
+ilh.add_command(runs)
 
 
 def main() -> None:

@@ -87,6 +87,35 @@ class Lifecycle:
         if self._state is not State.CREATED:
             self._append(0, self._state, initial_reason, _RUNTIME, Authority.COMMIT, ())
 
+    @classmethod
+    def restore(cls, entries: Sequence[StatusEntry]) -> Lifecycle:
+        """Rebuild a lifecycle from a recorded history (`ilh run --resume RUN`).
+
+        Nothing is taken on trust from the record: the first entry must be a lawful start
+        state and every later entry a lawful transition by a writer allowed to write it,
+        numbered in order; otherwise IllegalTransition (fail closed: a record that breaks
+        the machine is not resumed).
+        """
+        if not entries:
+            return cls()
+        first = entries[0]
+        restored = cls(first.state, first.reason)
+        if restored._history and restored._history[0].line != first.line:
+            raise IllegalTransition("the recorded start entry is not a runtime start commit")
+        for entry in entries[1:]:
+            if entry.seq != len(restored._history) + 1:
+                raise IllegalTransition(f"history entry {entry.seq} is out of order")
+            if AUTHORITY_OF_WRITER.get(entry.by) is not entry.authority:
+                raise IllegalTransition(
+                    f"entry {entry.seq}: {entry.by} is not a {entry.authority} writer"
+                )
+            problem = restored._problem(entry.state, entry.authority, entry.reason)
+            if problem is not None:
+                raise IllegalTransition(f"entry {entry.seq}: {problem}")
+            restored._history.append(entry)
+            restored._state = entry.state
+        return restored
+
     # ------------------------------------------------------------------ reading
 
     @property

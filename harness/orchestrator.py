@@ -184,14 +184,12 @@ class Orchestrator:
             return self.stop_for_budget(
                 f"budget exhausted before round {self.state.round + 1}: {kinds}"
             )
-        self.state.round += 1
+        upcoming = self.state.round + 1
         round_lines = [
-            *self.ledger.render_lines(self.state.round),
+            *self.ledger.render_lines(upcoming),
             self.lifecycle.current_status().render(),
         ]
-        if self.state.round == 1 or not self.state.runtime_lines:
-            self.state.runtime_lines += self.task_declarations
-        self.state.runtime_lines += round_lines
+        asserted = ([] if self.state.runtime_lines else self.task_declarations) + round_lines
         envelope = build_envelope(
             task_declarations=self.task_declarations,
             round_lines=round_lines,
@@ -208,6 +206,9 @@ class Orchestrator:
             max_output_tokens=fit.max_output,
             timeout_s=min(fit.time_left or DEFAULT_CALL_TIMEOUT_S, DEFAULT_CALL_TIMEOUT_S),
         )
+        # The round's declarations count as asserted once the call is made with them.
+        self.state.round = upcoming
+        self.state.runtime_lines += asserted
         began = time.monotonic()
         try:
             reply = await self.client.complete(request)
@@ -230,6 +231,7 @@ class Orchestrator:
                 "stop_reason": reply.stop_reason,
                 "text": reply.text,
                 "tool_calls": [c.model_dump() for c in reply.tool_calls],
+                "runtime_lines": asserted,
             },
         )
         self.state.history.append(

@@ -1,0 +1,5 @@
+"""`python -m harness` is `ilh`."""
+
+from harness.cli import main
+
+main()

@@ -1,0 +1,131 @@
+"""`ilh run --resume RUN`: continue a recorded run from its last committed state.
+
+Everything is rebuilt from the run record, and nothing in it is trusted unchecked: the
+record must verify (hash chain and head), and the status history must replay lawfully
+through the §4 machine (`Lifecycle.restore`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from budgets.ledger import BudgetLedger
+from envelopes.declarations import Budget
+from harness.envelope import Segment, tool_result_segment
+from harness.events import Event, EventKind
+from harness.input_errors import InputError
+from harness.lifecycle import IllegalTransition, Lifecycle, StatusEntry
+from harness.orchestrator import Orchestrator, Progress, RunState, no_progress
+from harness.provenance import Provenance
+from harness.run_result import ProposalRow, RunResult, ViolationRow
+from harness.run_setup import budgets_of, client_for, model_uri
+from harness.store import RunStore
+from harness.task import Task, load_task
+from harness.tools import ToolCall, ToolResult
+from harness.workspace import Workspace
+
+
+def recorded_budgets(task: Task, snapshot: Event | None) -> list[Budget]:
+    """The task's budgets with what the record says was used (time included)."""
+    start = budgets_of(task)
+    if snapshot is None:
+        return start
+    rows = {row["kind"]: row for row in snapshot.payload.get("budgets", [])}
+    rebuilt: list[Budget] = []
+    for budget in start:
+        row: dict[str, Any] | None = rows.get(str(budget.kind))
+        if row is None:
+            rebuilt.append(budget)
+            continue
+        rebuilt.append(
+            budget.model_copy(
+                update={
+                    "used": row["used"],
+                    "reserve_audit": row["reserve_audit"],
+                    "reserve_summary": row["reserve_summary"],
+                }
+            )
+        )
+    return rebuilt
+
+
+def replayed_state(events: list[Event]) -> RunState:
+    state = RunState()
+    for event in events:
+        state.round = max(state.round, event.round)
+        payload = event.payload
+        if event.kind is EventKind.MODEL_CALL:
+            state.model_calls += 1
+            state.runtime_lines += payload.get("runtime_lines", [])
+            calls = tuple(ToolCall.model_validate(c) for c in payload.get("tool_calls", []))
+            state.history.append(
+                Segment(provenance=Provenance.AGENT, text=payload.get("text", ""), tool_calls=calls)
+            )
+        elif event.kind is EventKind.TOOL_CALL:
+            call = ToolCall.model_validate(payload["call"])
+            result = ToolResult(
+                name=call.name,
+                ok=payload["ok"],
+                output=payload["output"],
+                meta=payload["meta"],
+                id=call.id,
+            )
+            state.history.append(tool_result_segment(result))
+        elif event.kind is EventKind.PROPOSAL:
+            state.proposals.append(ProposalRow.model_validate(payload))
+        elif event.kind is EventKind.VIOLATION:
+            state.violations.append(ViolationRow.model_validate(payload))
+    return state
+
+
+def last(events: list[Event], kind: EventKind) -> Event | None:
+    return next((e for e in reversed(events) if e.kind is kind), None)
+
+
+async def resume_run(
+    store: RunStore, run_ref: str, *, model: str | None = None, progress: Progress = no_progress
+) -> RunResult:
+    run_id = store.resolve_run_id(run_ref)
+    check = store.verify(run_id)
+    if not check.ok:
+        raise InputError(
+            run_ref,
+            "E303",
+            "the run record fails verification; not resumed: " + "; ".join(check.problems[:3]),
+        )
+    events = store.events(run_id)
+    meta = events[0].payload.get("meta", {})
+    task_file = meta.get("task_file")
+    if not task_file:
+        raise InputError(run_ref, "E500", "the record names no task file to resume from")
+    task = load_task(Path(task_file))
+    entries = [
+        StatusEntry.model_validate(e.payload) for e in events if e.kind is EventKind.STATE_CHANGE
+    ]
+    try:
+        lifecycle = Lifecycle.restore(entries)
+    except IllegalTransition as err:
+        raise InputError(
+            run_ref, "E303", f"the recorded history is not lawful; not resumed: {err}"
+        ) from None
+    state = replayed_state(events)
+    state.notes.append(f"resumed from the record at round {state.round}")
+    ledger = BudgetLedger(recorded_budgets(task, last(events, EventKind.BUDGET_SNAPSHOT)))
+    uri = model or meta.get("model") or model_uri(task, None)
+    client = client_for(uri, task, start=state.model_calls)
+    workspace_dir = store.path.parent / "runs" / run_id / "workspace"
+    if not workspace_dir.is_dir():
+        raise InputError(run_ref, "E500", f"the run's workspace {workspace_dir} is gone")
+    orchestrator = Orchestrator(
+        task=task,
+        client=client,
+        store=store,
+        run_id=run_id,
+        ledger=ledger,
+        lifecycle=lifecycle,
+        workspace=Workspace(workspace_dir),
+        state=state,
+        progress=progress,
+    )
+    return await orchestrator.run(resume=True)
