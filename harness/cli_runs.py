@@ -85,11 +85,13 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
             console.print(f"  round {event.round} [cyan]status[/] {escape(str(data.get('line')))}")
         elif event.kind is EventKind.PROPOSAL:
             console.print(
-                f"  round {event.round} proposal {data.get('disposition')}: {escape(str(data.get('line')))[:90]}"
+                f"  round {event.round} proposal {data.get('disposition')}: "
+                f"{escape(str(data.get('line')))[:90]}"
             )
         elif event.kind is EventKind.VIOLATION:
             console.print(
-                f"  round {event.round} [red]violation[/] {data.get('kind')}: {escape(str(data.get('detail')))}"
+                f"  round {event.round} [red]violation[/] {data.get('kind')}: "
+                f"{escape(str(data.get('detail')))}"
             )
         elif event.kind is EventKind.RUN_ENDED:
             console.print(f"  [bold]ended by[/] {data.get('ended_by')}")

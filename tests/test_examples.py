@@ -102,7 +102,7 @@ def test_stopped_task_is_not_run_without_resume(tmp_path: Path) -> None:
 
 
 def test_stopped_never_goes_directly_to_complete(tmp_path: Path) -> None:
-    code, outcome = run(tmp_path, "stopped_to_complete", "--resume")
+    _, outcome = run(tmp_path, "stopped_to_complete", "--resume")
     assert_lawful(outcome)
     assert states(outcome) == ["stopped", "running", "stopped"]
     assert [p["disposition"] for p in outcome["proposals"]] == ["rejected", "rejected"]
