@@ -72,7 +72,10 @@ def test_status_its_writer_may_not_write_is_an_error() -> None:
 
 
 def test_rubric_weights_must_sum_to_one() -> None:
-    text = "::RUBRIC{id:r1|threshold:0.8|mode:weighted}\n  R:a|weight:0.5|check:x\n  R:b|weight:0.4|check:y\n"
+    text = (
+        "::RUBRIC{id:r1|threshold:0.8|mode:weighted}\n"
+        "  R:a|weight:0.5|check:x\n  R:b|weight:0.4|check:y\n"
+    )
     assert (1, "E303", "error") in codes(text)
     assert codes(text.replace("0.4", "0.5")) == []
 
