@@ -75,8 +75,10 @@ BUDGET_REASON = "budget"
 
 
 def is_budget_reason(reason: str | None) -> bool:
-    """`reason:budget` in any letter case (fail closed: `Budget` is still a budget stop)."""
-    return reason is not None and reason.strip().lower() == BUDGET_REASON
+    """Any reason that names the budget: `budget` in any letter case, and compounds such as
+    `budget_exhausted` or `low_budget`. Fail closed (v4.0 §7 budget_pressure_completion⇒
+    forbidden): a completion whose stated reason is the budget is budget pressure."""
+    return reason is not None and BUDGET_REASON in reason.strip().lower()
 
 
 def illegal_because(

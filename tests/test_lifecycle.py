@@ -352,3 +352,13 @@ def test_provenance_to_authority_is_design_section_3() -> None:
     for provenance in Provenance:
         if is_status_writer(provenance):
             assert AUTHORITY_OF_WRITER[writer_entity(provenance)] is authority_of(provenance)
+
+
+def test_a_reason_that_names_the_budget_never_produces_a_complete_form() -> None:
+    from harness.authority import classify
+    from harness.claims import read_claims
+
+    for reason in ("budget", "Budget", "budget_exhausted", "low_budget", "out_of_budget"):
+        line = f"::STATUS{{@TASK|state:claimed_complete|reason:{reason}|by:@AGENT|authority:proposal}}"
+        proposal = classify(read_claims(line)[0], State.RUNNING)
+        assert proposal.disposition == "rejected", reason
