@@ -359,6 +359,7 @@ def test_a_reason_that_names_the_budget_never_produces_a_complete_form() -> None
     from harness.claims import read_claims
 
     for reason in ("budget", "Budget", "budget_exhausted", "low_budget", "out_of_budget"):
-        line = f"::STATUS{{@TASK|state:claimed_complete|reason:{reason}|by:@AGENT|authority:proposal}}"
+        fields = f"@TASK|state:claimed_complete|reason:{reason}|by:@AGENT|authority:proposal"
+        line = f"::STATUS{{{fields}}}"
         proposal = classify(read_claims(line)[0], State.RUNNING)
         assert proposal.disposition == "rejected", reason
