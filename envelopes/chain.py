@@ -20,6 +20,13 @@ _ESCAPES = {'"': '"', "\\": "\\", "n": "\n"}
 # A bare value ends at these; `"` and `[` inside one are reserved (E303).
 _BARE_STOP = frozenset("],|")
 _RESERVED_IN_BARE = frozenset('"[')
+# The longest run of characters a bare value may hold; the character that ends it decides
+# whether the value ended well (a stop) or badly (reserved, control, whitespace).
+_BARE_RUN = re.compile(r'[^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]*')
+
+
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""The characters `is_control` accepts, for scanning whole lines at once."""
 
 
 def is_control(ch: str) -> bool:
@@ -250,15 +257,15 @@ class _ChainReader:
     def bare_value(self) -> str:
         start = self.pos
         text = self.text
-        while self.pos < len(text) and text[self.pos] not in _BARE_STOP:
-            ch = text[self.pos]
+        end = _BARE_RUN.match(text, start)
+        self.pos = end.end() if end else start
+        ch = self.peek()
+        if ch and ch not in _BARE_STOP:
             if ch in _RESERVED_IN_BARE:
                 raise self.fail("E303", f"{ch!r} inside a bare value: quote the value")
             if is_control(ch):
                 raise self.fail("E300", f"control character U+{ord(ch):04X} in a value")
-            if ch.isspace():
-                raise self.fail("E300", "whitespace inside a bare value: quote the value")
-            self.pos += 1
+            raise self.fail("E300", "whitespace inside a bare value: quote the value")
         value = text[start : self.pos]
         if not value:
             if self.peek() == ",":

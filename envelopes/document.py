@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from envelopes.chain import (
+    CONTROL,
     ENTITY_NAME,
     Chain,
     head_of,
-    is_control,
     is_operation_head,
     parse_chain,
 )
@@ -231,9 +231,12 @@ class _DocumentReader:
             self.error(0, "E502", "a byte order mark is not part of iLang text")
             self.lines[0] = self.lines[0][1:]
         for index, line in enumerate(self.lines):
-            for col, ch in enumerate(line, start=1):
-                if ch != "\t" and is_control(ch):
-                    self.error(index, "E300", f"control character U+{ord(ch):04X}", col)
+            for found in CONTROL.finditer(line):
+                if found.group(0) != "\t":
+                    ch = found.group(0)
+                    self.error(
+                        index, "E300", f"control character U+{ord(ch):04X}", found.start() + 1
+                    )
                     break
 
     def read(self) -> Document:
