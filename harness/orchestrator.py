@@ -16,16 +16,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from budgets.clamp import clamp
-from budgets.estimate import estimate_messages
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import BudgetKind, Objective, Rubric, State
 from envelopes.declarations.rubric import Criterion as RubricRow
+from envelopes.isolation import wrap_untrusted
+from graders.report import AUDIT_REPORT, GradeReport, GraderTokens
 from harness.authority import Proposal, classify
 from harness.claims import read_claims
+from harness.clients.estimate import input_estimate_for
 from harness.envelope import Segment, build_envelope, tool_result_segment, untrusted
 from harness.events import EventKind
+from harness.grading import Grader, claims_from_proposals, grading_rubric
 from harness.lifecycle import Lifecycle, StatusEntry
-from harness.model import AgentEnded, ModelClient, ModelReply, ModelRequest
+from harness.model import (
+    AgentEnded,
+    ModelAttempt,
+    ModelCallError,
+    ModelClient,
+    ModelReply,
+    ModelRequest,
+    ReportsAttempts,
+)
 from harness.provenance import Provenance
 from harness.run_result import (
     EndedBy,
@@ -119,6 +130,7 @@ class Orchestrator:
         state: RunState | None = None,
         progress: Progress = no_progress,
         max_output: int = DEFAULT_MAX_OUTPUT,
+        grader_client: ModelClient | None = None,
     ) -> None:
         self.task = task
         self.client = client
@@ -134,6 +146,20 @@ class Orchestrator:
         rubric = rubric_of(task)
         self.task_declarations = [objective.render()] + ([rubric.render()] if rubric else [])
         self.blocks = task_blocks(task)
+        if isinstance(client, ReportsAttempts):
+            client.on_attempt = self.attempt_made  # every attempt, retries too, is recorded
+        # The grader stage (DESIGN §4): without a grader client, tool checks only.
+        self.grader = Grader(
+            rubric=grading_rubric(task),
+            objective=objective,
+            task_blocks=self.blocks,
+            workspace=workspace,
+            ledger=ledger,
+            client=grader_client,
+        )
+        self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
+        self.grader_feedback: list[str] = []
+        self.grader_findings: list[Segment] = []
 
     # -------------------------------------------------------------------- records
     def record(self, kind: EventKind, payload: dict[str, Any]) -> None:
@@ -142,6 +168,9 @@ class Orchestrator:
 
     def committed(self, entry: StatusEntry) -> None:
         self.record(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+
+    def attempt_made(self, attempt: ModelAttempt) -> None:
+        self.record(EventKind.MODEL_ATTEMPT, attempt.model_dump())
 
     def violation(self, kind: str, detail: str) -> None:
         row = ViolationRow(round=self.state.round, kind=kind, detail=detail)
@@ -172,6 +201,20 @@ class Orchestrator:
             return "not_running"
         return None
 
+    def model_failed(self, failure: ModelCallError) -> EndedBy:
+        """A call that gave no usable reply (retries exhausted, refused, malformed): the
+        run survives it. The round is spent, usage the provider reported is charged, the
+        failure is recorded, and the runtime stops the task with reason:model_error so
+        the record stays complete (and `ilh run --resume RUN` can go on later)."""
+        self.ledger.charge_round()
+        if failure.usage is not None:
+            self.ledger.charge_tokens(failure.usage.input_tokens, failure.usage.output_tokens)
+        self.state.notes.append(f"the model call failed: {failure}")
+        self.record(EventKind.NOTE, {"model_error": failure.record()})
+        self.record(EventKind.BUDGET_SNAPSHOT, {"budgets": self.ledger.rows_json(self.state.round)})
+        self.committed(self.lifecycle.commit_stopped(self.state.round, "model_error"))
+        return "error"
+
     def stop_for_budget(self, why: str) -> EndedBy:
         self.state.notes.append(why)
         self.committed(self.lifecycle.commit_stopped(self.state.round, "budget"))
@@ -197,12 +240,16 @@ class Orchestrator:
             history=self.state.history,
         )
         messages = envelope.messages()
-        fit = clamp(self.ledger, self.max_output, estimate_messages(m.content for m in messages))
+        tools = tuple(tool_specs())
+        # The client's own estimate when it has one: it knows what its provider sends
+        # besides the messages (tool definitions, hidden prompts).
+        estimate = input_estimate_for(self.client, messages, tools)
+        fit = clamp(self.ledger, self.max_output, estimate)
         if not fit.fits:
             return self.stop_for_budget(f"the call cannot fit in the budget: {fit.reason}")
         request = ModelRequest(
             messages=messages,
-            tools=tuple(tool_specs()),
+            tools=tools,
             max_output_tokens=fit.max_output,
             timeout_s=min(fit.time_left or DEFAULT_CALL_TIMEOUT_S, DEFAULT_CALL_TIMEOUT_S),
         )
@@ -213,10 +260,14 @@ class Orchestrator:
         try:
             reply = await self.client.complete(request)
         except AgentEnded as stop:
+            # No turn happened: the round and its declarations were never asserted.
             self.state.round -= 1
+            del self.state.runtime_lines[len(self.state.runtime_lines) - len(asserted) :]
             self.state.notes.append(f"the agent ended: {stop}")
             self.committed(self.lifecycle.commit_stopped(self.state.round, "agent_ended"))
             return "script_exhausted"
+        except ModelCallError as failure:
+            return self.model_failed(failure)
         self.state.model_calls += 1
         self.ledger.charge_round()
         self.ledger.charge_tokens(reply.usage.input_tokens, reply.usage.output_tokens)
@@ -226,6 +277,7 @@ class Orchestrator:
                 "model": self.client.name,
                 "envelope_digest": envelope.digest(),
                 "max_output_tokens": request.max_output_tokens,
+                "input_estimate": estimate,
                 "usage": reply.usage.model_dump(),
                 "latency_s": round(time.monotonic() - began, 6),
                 "stop_reason": reply.stop_reason,
@@ -241,9 +293,12 @@ class Orchestrator:
         overrun = [b for b in self.ledger.budgets() if b.remaining < 0]
         feedback = self.read_proposals(reply, overrun_by=[f"{b.kind} ({b.id})" for b in overrun])
         self.record(EventKind.BUDGET_SNAPSHOT, {"budgets": self.ledger.rows_json(self.state.round)})
-        ended = self.after_reply(overrun_by=overrun)
+        ended = await self.after_reply(overrun_by=overrun)
         if ended is None:
+            feedback += self.grader_feedback
             self.state.history.append(self.feedback_segment(feedback, results))
+            self.state.history += self.grader_findings
+            self.grader_feedback, self.grader_findings = [], []
         return ended
 
     # ---------------------------------------------------------------- proposals
@@ -253,7 +308,12 @@ class Orchestrator:
         feedback: list[str] = []
         for claim in read_claims(reply.text):
             proposal = classify(claim, self.lifecycle.state, self.state.round)
-            if overrun_by and proposal.accepted and proposal.state != State.STOPPED:
+            if (
+                overrun_by
+                and proposal.accepted
+                and proposal.kind == "STATUS"
+                and proposal.state != State.STOPPED
+            ):
                 # v4.0 §7 budget_pressure_completion⇒forbidden: a reply that overran the
                 # budget cannot move the task anywhere but stopped.
                 proposal = proposal.model_copy(
@@ -282,14 +342,10 @@ class Orchestrator:
         if entry is not None:
             self.committed(entry)
 
-    def after_reply(self, overrun_by: Sequence[object]) -> EndedBy | None:
+    async def after_reply(self, overrun_by: Sequence[object]) -> EndedBy | None:
         current = self.lifecycle.state
         if current is State.CLAIMED_COMPLETE:
-            self.state.notes.append(
-                "the agent claimed completion; no grader verified it (the run ends at "
-                "claimed_complete, never complete)"
-            )
-            return "unverified"
+            return await self.grade_claim()
         if current in AGENT_ENDS_RUN:
             return "agent_proposal"
         if current is State.NEEDS_REVISION:
@@ -297,6 +353,68 @@ class Orchestrator:
         if overrun_by:
             return self.stop_for_budget("the last reply overran the budget")
         return None
+
+    async def grade_claim(self) -> EndedBy | None:
+        """DESIGN §4: claimed_complete → the grader (a fresh context, paid from
+        reserve_audit) → the runtime acts on the report (`GradeReport.action`): complete,
+        running with the gaps as feedback, stopped for budget, or the run ends
+        unverified at claimed_complete."""
+        r = self.state.round
+        report = await self.grader.grade(claims_from_proposals(self.state.proposals))
+        action = report.action
+        applied = action in ("verify", "revise")
+        self.grades.append((r, report, applied))
+        self.state.runtime_lines += report.context_lines
+        self.record(EventKind.GRADER_RESULT, report.record_json(round=r, applied=applied))
+        if action == "verify":
+            self.committed(
+                self.lifecycle.apply_verification(State.VERIFIED_COMPLETE, r, evidence=AUDIT_REPORT)
+            )
+            self.committed(self.lifecycle.commit_complete(r))
+            return "committed_complete"
+        if action == "revise":
+            self.committed(
+                self.lifecycle.apply_verification(
+                    State.NEEDS_REVISION, r, missing=report.missing, score=report.score
+                )
+            )
+            self.committed(self.lifecycle.commit_running(r))
+            self.grader_feedback = report.feedback_lines()
+            findings = report.findings_text()
+            if findings:
+                block = wrap_untrusted(findings, source="grader", role="grader_findings")
+                self.grader_findings = [Segment(provenance=Provenance.TOOL, text=block)]
+            return None
+        why = report.why_undecided()
+        if action == "stop_budget":
+            return self.stop_for_budget(f"the audit budget could not pay for the grader: {why}")
+        self.state.notes.append(
+            "the agent claimed completion; no grader verified it (the run ends at "
+            f"claimed_complete, never complete): {why}"
+        )
+        return "unverified"
+
+    def grader_summary(self) -> dict[str, Any] | None:
+        """DESIGN §6 `grader`: the last grade of the run, with the grader's token use over
+        the whole run and how many gradings there were."""
+        if not self.grades:
+            return None
+        r, report, applied = self.grades[-1]
+        tokens = sum((g.tokens for _, g, _ in self.grades), GraderTokens())
+        # The agent's usage, from the record (so a resumed run counts all its calls).
+        agent = GraderTokens()
+        for event in self.store.events(self.run_id, EventKind.MODEL_CALL):
+            usage = event.payload.get("usage", {})
+            agent += GraderTokens(
+                input=int(usage.get("input_tokens", 0)), output=int(usage.get("output_tokens", 0))
+            )
+        return {
+            **report.run_json(round=r, applied=applied),
+            "tokens": tokens.model_dump(),
+            "agent_tokens": agent.model_dump(),
+            "token_share": round(tokens.total / agent.total, 4) if agent.total else None,
+            "gradings": len(self.grades),
+        }
 
     # -------------------------------------------------------------------- tools
     def run_tool(self, call: ToolCall) -> ToolResult:
@@ -349,6 +467,7 @@ class Orchestrator:
             budgets=self.ledger.rows_json(self.state.round),
             runtime_lines=self.state.runtime_lines,
             violations=self.state.violations,
+            grader=self.grader_summary(),
             notes=self.state.notes,
             workspace=str(self.workspace.root),
             model=self.client.name,
