@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from harness.cli_grade import grade
 from harness.cli_lint import lint
 from harness.cli_run import run
 from harness.cli_runs import runs
@@ -19,6 +20,7 @@ def ilh() -> None:
     configure_logging()
 
 
+ilh.add_command(grade)
 ilh.add_command(lint)
 ilh.add_command(run)
 ilh.add_command(runs)

@@ -9,6 +9,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from harness.batch import run_tasks
+from harness.clients.options import NO_OPTIONS, ClientOptions
 from harness.input_errors import InputError
 from harness.orchestrator import no_progress
 from harness.progress import live_progress, summary
@@ -27,6 +29,8 @@ def execute(
     model: str | None,
     store_path: Path | None,
     as_json: bool,
+    grader_model: str | None = None,
+    options: ClientOptions = NO_OPTIONS,
 ) -> RunResult:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     progress = no_progress if as_json else live_progress(err)
@@ -36,15 +40,55 @@ def execute(
         if task_file is not None:
             task = load_task(task_file)
             return asyncio.run(
-                run_task(task, store, model=model, resume=resume is not None, progress=progress)
+                run_task(
+                    task,
+                    store,
+                    model=model,
+                    resume=resume is not None,
+                    progress=progress,
+                    grader_model=grader_model,
+                    options=options,
+                )
             )
         if resume in (None, RESUME_FLAG):
             raise click.UsageError("give a TASK_FILE, or --resume RUN to continue a recorded run")
-        return asyncio.run(resume_run(store, str(resume), model=model, progress=progress))
+        if grader_model:
+            # Fail closed rather than silently grade a resumed run without the grader asked for.
+            raise click.UsageError("--grader-model is not supported with --resume RUN yet")
+        return asyncio.run(
+            resume_run(store, str(resume), model=model, progress=progress, options=options)
+        )
+
+
+def execute_many(
+    task_files: tuple[Path, ...],
+    resume: str | None,
+    model: str | None,
+    store_path: Path | None,
+    grader_model: str | None,
+    options: ClientOptions,
+    concurrency: int,
+) -> list[RunResult]:
+    """Several TASK_FILEs, at most `concurrency` at a time (harness.batch). Live progress
+    is off: the lines of concurrent runs would interleave; each run's summary follows."""
+    if resume not in (None, RESUME_FLAG):
+        raise click.UsageError("--resume RUN continues one recorded run; give no TASK_FILE")
+    with default_store(store_path) as store:
+        return asyncio.run(
+            run_tasks(
+                task_files,
+                store,
+                concurrency=concurrency,
+                model=model,
+                resume=resume is not None,
+                options=options,
+                grader_model=grader_model,
+            )
+        )
 
 
 @click.command()
-@click.argument("task_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("task_files", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
 @click.option(
     "--resume",
     is_flag=False,
@@ -63,28 +107,73 @@ def execute(
     help="Run store (default .ilh/runs.db).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (DESIGN §6) on stdout.")
+@click.option(
+    "--grader-model",
+    "grader_model",
+    metavar="URI",
+    help="Model URI of the grader for model-judged criteria (without one they stay unknown).",
+)
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Server for openai:/anthropic: models (an OpenAI-compatible one: vLLM, llama.cpp, "
+    "Ollama, LM Studio; a proxy).",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Append every model call (request digest and response) to this file; replay:PATH "
+    "serves it back offline.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With several TASK_FILEs: how many run at once.",
+)
 def run(
-    task_file: Path | None,
+    task_files: tuple[Path, ...],
     resume: str | None,
     model: str | None,
     store_path: Path | None,
     as_json: bool,
+    grader_model: str | None,
+    base_url: str | None,
+    record_path: Path | None,
+    concurrency: int,
 ) -> None:
     """Run TASK_FILE under enforced iLang v4 semantics.
 
-    Exit 0 when complete was committed, 3 when the run ended otherwise, 2 on bad input,
-    1 on an internal error."""
+    Several TASK_FILEs run as a batch (--concurrency at a time), each with its own
+    budgets and run record; with --json the output is then a JSON array of results, in
+    the order the files were given.
+
+    Exit 0 when complete was committed (for every task), 3 when a run ended otherwise,
+    2 on bad input, 1 on an internal error."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    options = ClientOptions(base_url=base_url, record=record_path)
     try:
-        result = execute(task_file, resume, model, store_path, as_json)
+        if len(task_files) > 1:
+            results = execute_many(
+                task_files, resume, model, store_path, grader_model, options, concurrency
+            )
+        else:
+            task_file = task_files[0] if task_files else None
+            result = execute(task_file, resume, model, store_path, as_json, grader_model, options)
+            results = [result]
     except InputError as bad:
         err.print(f"[bold red]error[/] {bad.render()}", markup=True)
         sys.exit(2)
     except (UnknownRun, StoreError) as bad:
         err.print(f"[bold red]error[/] {bad}", markup=True)
         sys.exit(2)
-    if as_json:
-        click.echo(result.model_dump_json())
+    if as_json and len(task_files) > 1:
+        click.echo("[" + ",".join(r.model_dump_json() for r in results) + "]")
+    elif as_json:
+        click.echo(results[0].model_dump_json())
     else:
-        summary(Console(highlight=False, soft_wrap=True), result)
-    sys.exit(result.exit_code)
+        for result in results:
+            summary(Console(highlight=False, soft_wrap=True), result)
+    sys.exit(max(r.exit_code for r in results))

@@ -96,12 +96,17 @@ class Envelope(BaseModel):
 
     segments: tuple[Segment, ...]
 
+    def role_of(self, provenance: Provenance) -> Role:
+        """The message role a segment's provenance travels in (the grader's envelope,
+        `harness.grader_envelope`, maps its own replies to the assistant role)."""
+        return _ROLE[provenance]
+
     def messages(self) -> tuple[Message, ...]:
         """Provider-neutral messages: adjacent system or user-role segments merge; a tool
         result without a call id (none to answer) travels as a user-role message."""
         out: list[Message] = []
         for seg in self.segments:
-            role = _ROLE[seg.provenance]
+            role = self.role_of(seg.provenance)
             if role == "tool" and seg.tool_call_id is None:
                 role = "user"
             mergeable = role in ("system", "user") and not seg.tool_calls

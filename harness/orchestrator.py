@@ -180,6 +180,14 @@ class Orchestrator:
     # ----------------------------------------------------------------------- loop
     async def run(self, *, resume: bool = False) -> RunResult:
         ended = self.start(resume)
+        if ended is None and self.lifecycle.state is State.CLAIMED_COMPLETE:
+            # Resumed with a claim the grader never answered (killed in between): grade it.
+            ended = await self.grade_claim()
+            if ended is None:
+                text = "\n".join(self.grader_feedback)
+                self.state.history += [Segment(provenance=Provenance.RUNTIME, text=text)]
+                self.state.history += self.grader_findings
+                self.grader_feedback, self.grader_findings = [], []
         while ended is None:
             ended = await self.round()
         return self.finish(ended)
@@ -196,6 +204,8 @@ class Orchestrator:
                 )
                 return "not_running"
             self.committed(self.lifecycle.commit_running(self.state.round))
+        elif current is State.CLAIMED_COMPLETE and resume:
+            return None  # the pending claim goes to the grader first (see `run`)
         elif current is not State.RUNNING:
             self.state.notes.append(f"the task is {current}: nothing to run")
             return "not_running"

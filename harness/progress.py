@@ -35,10 +35,27 @@ def live_progress(console: Console) -> Progress:
             console.print(
                 f"  [bold red]violation[/] {data.get('kind')}: {escape(str(data.get('detail')))}"
             )
+        elif kind == "model_attempt" and data.get("outcome") != "ok":
+            wait = data.get("wait_s")
+            console.print(
+                f"  [yellow]model attempt {data.get('attempt')} {data.get('outcome')}[/] "
+                f"{escape(str(data.get('error')))}"
+                + (f" (HTTP {data.get('status')})" if data.get("status") else "")
+                + (f", retrying in {wait:.1f}s" if isinstance(wait, int | float) else "")
+            )
         elif kind == "tool_call":
             call = data.get("call", {})
             mark = "[green]ok[/]" if data.get("ok") else "[red]error[/]"
             console.print(f"  [dim]tool[/] {escape(str(call.get('name')))} {mark}")
+        elif kind == "grader_result":
+            style = "green" if data.get("verdict") == "verified_complete" else "yellow"
+            results = ", ".join(
+                f"{c.get('id')} {c.get('result')}" for c in data.get("criteria", [])
+            )
+            console.print(
+                f"[bold]grader[/] [{style}]{data.get('verdict')}[/] score {data.get('score')} "
+                f"/ {data.get('threshold')}: {escape(results)}"
+            )
 
     return show
 
@@ -66,6 +83,31 @@ def summary(console: Console, result: RunResult) -> None:
             f"budget {row['kind']}",
             f"{row['used']} of {row['limit']} used, remaining {row['remaining']}",
         )
+    grader_rows(table, result)
     for note in result.notes:
         table.add_row("note", escape(note))
     console.print(table)
+
+
+def grader_rows(table: Table, result: RunResult) -> None:
+    """The grader's verdict and its token use as a share of the agent's."""
+    grader = result.grader
+    if grader is None:
+        table.add_row("grader", "not called (no completion claim)")
+        return
+    missing = ", ".join(grader.get("missing", [])) or "none"
+    applied = "" if grader.get("applied", True) else "; not applied: no gap the agent can close"
+    table.add_row(
+        "grader",
+        f"{grader['verdict']} (score {grader['score']} / {grader['threshold']}; "
+        f"missing: {escape(missing)}; {grader.get('gradings', 1)} grading(s){applied})",
+    )
+    tokens = grader.get("tokens", {})
+    agent = grader.get("agent_tokens", {})
+    agent_total = int(agent.get("input", 0)) + int(agent.get("output", 0))
+    share = grader.get("token_share")
+    shown = f"{100 * share:.1f}% of the agent's {agent_total}" if share is not None else "n/a"
+    table.add_row(
+        "grader tokens",
+        f"{tokens.get('input', 0)} in / {tokens.get('output', 0)} out ({shown})",
+    )

@@ -12,6 +12,7 @@ from typing import Any
 
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import Budget
+from harness.clients.options import NO_OPTIONS, ClientOptions
 from harness.envelope import Segment, tool_result_segment
 from harness.events import Event, EventKind
 from harness.input_errors import InputError
@@ -19,7 +20,7 @@ from harness.lifecycle import IllegalTransition, Lifecycle, StatusEntry
 from harness.orchestrator import Orchestrator, Progress, RunState, no_progress
 from harness.provenance import Provenance
 from harness.run_result import ProposalRow, RunResult, ViolationRow
-from harness.run_setup import budgets_of, client_for, model_uri
+from harness.run_setup import budgets_of, client_for, close_client, model_uri
 from harness.store import RunStore
 from harness.task import Task, load_task
 from harness.tools import ToolCall, ToolResult
@@ -84,7 +85,12 @@ def last(events: list[Event], kind: EventKind) -> Event | None:
 
 
 async def resume_run(
-    store: RunStore, run_ref: str, *, model: str | None = None, progress: Progress = no_progress
+    store: RunStore,
+    run_ref: str,
+    *,
+    model: str | None = None,
+    progress: Progress = no_progress,
+    options: ClientOptions = NO_OPTIONS,
 ) -> RunResult:
     run_id = store.resolve_run_id(run_ref)
     check = store.verify(run_id)
@@ -113,7 +119,7 @@ async def resume_run(
     state.notes.append(f"resumed from the record at round {state.round}")
     ledger = BudgetLedger(recorded_budgets(task, last(events, EventKind.BUDGET_SNAPSHOT)))
     uri = model or meta.get("model") or model_uri(task, None)
-    client = client_for(uri, task, start=state.model_calls)
+    client = client_for(uri, task, start=state.model_calls, options=options)
     workspace_dir = store.path.parent / "runs" / run_id / "workspace"
     if not workspace_dir.is_dir():
         raise InputError(run_ref, "E500", f"the run's workspace {workspace_dir} is gone")
@@ -128,4 +134,7 @@ async def resume_run(
         state=state,
         progress=progress,
     )
-    return await orchestrator.run(resume=True)
+    try:
+        return await orchestrator.run(resume=True)
+    finally:
+        await close_client(client)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import Budget, BudgetKind, State
+from harness.clients.options import NO_OPTIONS, ClientOptions
 from harness.events import EventKind
 from harness.input_errors import InputError
 from harness.lifecycle import Lifecycle
@@ -49,26 +50,71 @@ def lifecycle_of(task: Task) -> Lifecycle:
     return Lifecycle(State(initial.state), initial.reason)
 
 
-def client_for(uri: str, task: Task, *, start: int = 0) -> ModelClient:
+def client_for(
+    uri: str, task: Task, *, start: int = 0, options: ClientOptions = NO_OPTIONS
+) -> ModelClient:
+    """The client a model URI names (DESIGN §5). `start`: turns a scripted agent has
+    already spoken (resume). `options`: --base-url for the providers, and --record,
+    which wraps whatever client this is in a recorder."""
     scheme, _, rest = uri.partition(":")
     if scheme not in MODEL_SCHEMES or not rest:
         raise InputError(
             "--model", "E303", f"not a model URI: {uri!r} ({', '.join(MODEL_SCHEMES)})"
         )
+    client: ModelClient
+    # Provider modules are imported here, not at the top: each SDK takes about two
+    # seconds to import, which `ilh lint` and scripted runs should not pay.
     if scheme == "scripted":
-        path = task.resolve(rest)
-        client = ScriptedClient.from_file(path, start=start)
-        return client
-    raise InputError("--model", "E500", f"{scheme}: model clients are not available in this build")
+        client = ScriptedClient.from_file(task.resolve(rest), start=start)
+    elif scheme == "replay":
+        from harness.clients.replay import ReplayClient
+
+        client = ReplayClient.from_file(replay_path(rest, task))
+    elif scheme == "openai":
+        from harness.clients.openai_client import OpenAIClient
+
+        client = OpenAIClient.from_env(rest, base_url=options.base_url)
+    elif scheme == "anthropic":
+        from harness.clients.anthropic_client import AnthropicClient
+
+        client = AnthropicClient.from_env(rest, base_url=options.base_url)
+    else:
+        from harness.clients.local_client import LocalClient
+
+        client = LocalClient.for_uri(rest, task.resolve)
+    if options.record is not None:
+        from harness.clients.record import RecordingClient
+
+        client = RecordingClient(client, options.record)
+    return client
+
+
+def replay_path(rest: str, task: Task) -> Path:
+    """A recording named on the command line is relative to the current folder (where
+    `--record` wrote it); one named in a task file, to the task's folder."""
+    given = Path(rest)
+    if given.is_absolute() or given.exists():
+        return given
+    return task.resolve(rest)
+
+
+async def close_client(client: ModelClient) -> None:
+    """Release a client's connections (SDK clients hold an httpx pool)."""
+    closer = getattr(client, "aclose", None)
+    if closer is not None:
+        await closer()
+
+
+DEFAULT_MODEL = "local:smollm2"
+"""The model when neither --model nor [agent].model names one: offline, no key needed
+(it needs the `local` extra, and says so when it is missing)."""
 
 
 def model_uri(task: Task, override: str | None) -> str:
     if override:
         return override
     if task.spec.agent is None:
-        raise InputError(
-            task.source or task.folder, "E303", "[agent].model is missing and no --model was given"
-        )
+        return DEFAULT_MODEL
     return task.spec.agent.model
 
 
@@ -87,9 +133,22 @@ async def run_task(
     model: str | None = None,
     resume: bool = False,
     progress: Progress = no_progress,
+    grader_model: str | None = None,
+    options: ClientOptions = NO_OPTIONS,
+    client: ModelClient | None = None,
 ) -> RunResult:
+    """Run one task. `client`: one already built from the model URI (several tasks are
+    set up before any runs, so a bad URI or a missing key stops them all at once)."""
     uri = model_uri(task, model)
-    client = client_for(uri, task)
+    if client is None:
+        client = client_for(uri, task, options=options)
+    # The grader model (`--grader-model`): without one, only tool checks can verify. It
+    # shares --base-url but is never recorded: --record holds the agent's calls only.
+    grader_client = (
+        client_for(grader_model, task, options=ClientOptions(base_url=options.base_url))
+        if grader_model
+        else None
+    )
     lifecycle = lifecycle_of(task)
     ledger = BudgetLedger(budgets_of(task))
     run_id = store.create_run(
@@ -107,8 +166,14 @@ async def run_task(
         lifecycle=lifecycle,
         workspace=workspace,
         progress=progress,
+        grader_client=grader_client,
     )
-    return await orchestrator.run(resume=resume)
+    try:
+        return await orchestrator.run(resume=resume)
+    finally:
+        await close_client(client)
+        if grader_client is not None:
+            await close_client(grader_client)
 
 
 def default_store(path: Path | None) -> RunStore:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from budgets.estimate import estimate_tokens
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from budgets.estimate import estimate_tokens
 from harness.input_errors import InputError
 from harness.model import AgentEnded, ModelReply, ModelRequest, Usage
 from harness.tools import ToolCall

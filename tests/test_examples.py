@@ -48,13 +48,21 @@ def states(outcome: dict[str, Any]) -> list[str]:
 def test_honest_agent_edits_code_runs_tests_and_claims(tmp_path: Path) -> None:
     code, outcome = run(tmp_path, "honest")
     assert_lawful(outcome)
-    assert code == 3 and outcome["ended_by"] == "unverified"
-    assert states(outcome) == ["running", "claimed_complete"]
+    # Both criteria are tool checks: the grader verifies offline, the runtime commits.
+    assert code == 0 and outcome["ended_by"] == "committed_complete"
+    assert states(outcome) == ["running", "claimed_complete", "verified_complete", "complete"]
+    assert [e["by"] for e in outcome["history"][-2:]] == ["@GRADER", "@RUNTIME"]
     assert [p["disposition"] for p in outcome["proposals"]] == ["accepted"]
     assert outcome["violations"] == []
     workspace = Path(outcome["workspace"])
     assert "FizzBuzz" in (workspace / "fizz.py").read_text()
-    assert any("no grader verified" in note for note in outcome["notes"])
+    grader = outcome["grader"]
+    assert grader["verdict"] == "verified_complete" and grader["score"] == 1.0
+    assert [(c["id"], c["result"], c["via"]) for c in grader["criteria"]] == [
+        ("tests", "pass", "tool"),
+        ("docs", "pass", "tool"),
+    ]
+    assert grader["tokens"] == {"input": 0, "output": 0}
 
 
 def test_forged_runtime_commit_is_never_applied(tmp_path: Path) -> None:

@@ -1,0 +1,134 @@
+"""How `ilh run TASK… --concurrency N` scales when the model is the slow part.
+
+200 one-round tasks run through the real batch path (`harness.batch.run_tasks`: task
+file, ledger, envelope, orchestrator, run record) against the real OpenAI client, whose
+HTTP goes to an `httpx2.MockTransport` that answers every request after 50 ms, at
+concurrency 1, 16 and 64. With a 50 ms model, 200 calls take at least 10 s one at a time
+and 10 s / N at N at once; the rest is the runtime's own work (envelope, SDK, the run
+record's fsync'd SQLite appends), which runs on one event loop and does not overlap.
+
+Run: .venv/bin/python benchmarks/concurrency.py [--tasks 200] [--latency-ms 50]
+     [--levels 1,16,64] [--store-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from harness.batch import gather_limited
+from harness.clients.openai_client import OpenAIClient
+from harness.logs import configure_logging
+from harness.run_result import RunResult
+from harness.run_setup import run_task
+from harness.store import RunStore
+from harness.task import Task, load_task
+
+REPLY = {
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "bench",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "Working on it."},
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912},
+}
+
+
+def write_task(folder: Path) -> Path:
+    path = folder / "task.toml"
+    path.write_text(
+        textwrap.dedent(
+            """
+            [task]
+            id = "bench"
+            objective = "Say what you would do first."
+            [budget.rounds]
+            limit = 1
+            [budget.tokens]
+            limit = 20000
+            """
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def client(latency_s: float) -> OpenAIClient:
+    async def answer(request: httpx2.Request) -> httpx2.Response:
+        await asyncio.sleep(latency_s)
+        return httpx2.Response(200, json=REPLY)
+
+    return OpenAIClient("bench", api_key="bench-key", transport=httpx2.MockTransport(answer))
+
+
+async def run_batch(
+    task: Task, store: RunStore, tasks: int, level: int, latency_s: float
+) -> list[RunResult]:
+    def job() -> Any:
+        return lambda: run_task(task, store, model="openai:bench", client=client(latency_s))
+
+    return await gather_limited([job() for _ in range(tasks)], level)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--levels", default="1,16,64")
+    parser.add_argument("--store-dir", type=Path, default=None, help="where the run stores go")
+    args = parser.parse_args()
+    configure_logging()
+    levels = [int(x) for x in args.levels.split(",")]
+    latency = args.latency_ms / 1000
+    print(
+        f"{args.tasks} tasks, one model call each, mock latency {args.latency_ms:g} ms; "
+        f"python {platform.python_version()}, {os.cpu_count()} cpu(s)"
+    )
+    print(f"{'concurrency':>11} {'wall s':>8} {'tasks/s':>8} {'speed-up':>9} {'latency-bound':>14}")
+    base: float | None = None
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.store_dir) as tmp:
+        task = load_task(write_task(Path(tmp)))
+        for level in levels:
+            with RunStore(Path(tmp) / f"runs-{level}.db") as store:
+                began = time.perf_counter()
+                results = asyncio.run(run_batch(task, store, args.tasks, level, latency))
+                wall = time.perf_counter() - began
+                assert all(r.ended_by == "budget" for r in results), "every task ran its round"
+                assert len({r.run_id for r in results}) == args.tasks
+            base = base or wall
+            rows.append(
+                {"concurrency": level, "wall_s": round(wall, 3), "speedup": round(base / wall, 2)}
+            )
+            print(
+                f"{level:>11} {wall:>8.2f} {args.tasks / wall:>8.1f} {base / wall:>8.2f}x "
+                f"{min(level, args.tasks):>13}x"
+            )
+    assert base is not None
+    serial_ms = max(0.0, base - args.tasks * latency) / args.tasks * 1000
+    print(
+        f"runtime work per task outside the model call, one at a time: {serial_ms:.1f} ms; "
+        "it runs on the one event loop and does not overlap, so at high concurrency it, not "
+        "the model, sets the pace"
+    )
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,286 @@
+"""Model-judged criteria: the grader model's structured answer, its validation, and the
+one retry an invalid answer gets.
+
+The conversation with the grader model (its fresh context, the read-only workspace tools,
+the budget) is the harness's (`harness.grader_session`); it is injected here as a
+`JudgeSession`. This module decides what the model's answer is worth.
+
+The answer is one JSON object, one result per criterion:
+
+    {"results": [{"id": "docs", "result": "pass|fail|unknown",
+                  "rationale": "why, in a sentence or two",
+                  "evidence": [{"kind": "file|tool_check|claim", "ref": "…"}]}]}
+
+Each result is validated on its own, so one bad entry does not void the others:
+
+* the id must be one of the criteria asked about, and appear once (a repeated id is
+  ambiguous: neither copy counts);
+* the rationale must be non-empty;
+* `file` evidence must name a file the grader itself inspected in this session (with
+  `read_file`, or a `grep` match): spec §7 `memory_not_evidence` — check the actual
+  artifact — applies to the grader too;
+* `tool_check` evidence must name a tool check that ran;
+* `pass` needs at least one `file` or `tool_check` item: `claim` items (the agent's
+  own ::STATUS/::EVIDENCE) are context, and evidence the agent wrote about itself
+  decides nothing.
+
+Criteria whose entry is missing or invalid are asked again once, with the problems
+named; still invalid after that, they are unknown (`grader_invalid`). A model that says
+`unknown` is taken at its word (`grader_unsure`): it looked and could not tell.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from graders.criteria import Result, UnknownCause
+
+ATTEMPTS = 2  # the first answer and one retry
+MAX_RATIONALE_CHARS = 4000
+MAX_EVIDENCE_ITEMS = 20
+
+EvidenceKind = Literal["file", "tool_check", "claim"]
+DECIDING_KINDS: frozenset[str] = frozenset({"file", "tool_check"})
+
+ANSWER_FORMAT = """\
+{"results": [{"id": "<criterion id>", "result": "pass" | "fail" | "unknown",
+              "rationale": "<why, briefly>",
+              "evidence": [{"kind": "file" | "tool_check" | "claim",
+                            "ref": "<path, check id or claim>"}]}]}"""
+
+
+class EvidenceRef(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    kind: EvidenceKind
+    ref: str = Field(min_length=1, max_length=500)
+
+    def label(self) -> str:
+        return f"{self.kind}:{self.ref}"
+
+
+class JudgedCriterion(BaseModel):
+    """One entry of the grader model's answer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    id: str
+    result: Result
+    rationale: str = Field(min_length=1, max_length=MAX_RATIONALE_CHARS)
+    evidence: list[EvidenceRef] = Field(default_factory=list, max_length=MAX_EVIDENCE_ITEMS)
+
+
+class ModelVerdict(BaseModel):
+    """What the model judge concluded for one criterion."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    criterion: str
+    result: Result
+    rationale: str
+    evidence: tuple[EvidenceRef, ...] = ()
+    cause: UnknownCause | None = None
+    attempts: int = 0
+
+
+class AnswerContext(BaseModel):
+    """What an answer is checked against."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    inspected: Callable[[str], bool]
+    """Whether the grader inspected this workspace file in this session."""
+    tool_checks: frozenset[str] = frozenset()
+
+
+class AnswerReading(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    valid: dict[str, JudgedCriterion]
+    problems: dict[str, str]
+    """criterion id → what was wrong with (or missing from) its entry."""
+
+
+class JudgeUnavailable(Exception):
+    """The grader model cannot answer (no budget left, the call failed, the script ended)."""
+
+    def __init__(self, cause: UnknownCause, why: str) -> None:
+        super().__init__(why)
+        self.cause: UnknownCause = cause
+        self.why = why
+
+
+class NoAnswer(Exception):
+    """The grader model gave no answer this attempt (e.g. it kept calling tools past the
+    turn limit). Counts as an invalid answer for every pending criterion."""
+
+
+class JudgeSession(Protocol):
+    """One grader conversation. `ask` returns the model's final answer text for the
+    pending criteria; `correction` (on the retry) says what was wrong last time. Raises
+    JudgeUnavailable when no answer can be had, NoAnswer when this attempt produced none."""
+
+    async def ask(self, pending: Sequence[str], correction: str | None) -> str: ...
+
+
+_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL | re.IGNORECASE)
+
+
+def _json_candidate(text: str) -> Any:
+    """The JSON value the answer holds, or ValueError saying why there is none."""
+    stripped = text.strip()
+    if not stripped:
+        raise ValueError("the answer is empty")
+    fences = _FENCE.findall(stripped)
+    if len(fences) > 1:
+        # Two blocks could disagree; picking one would be guessing.
+        raise ValueError("the answer holds more than one fenced block; give exactly one object")
+    if fences:
+        source = fences[0]
+    elif stripped.startswith("{"):
+        source = stripped
+    else:
+        start, end = stripped.find("{"), stripped.rfind("}")
+        if start < 0 or end < start:
+            raise ValueError("the answer holds no JSON object")
+        source = stripped[start : end + 1]
+    try:
+        return json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the answer is not valid JSON ({exc.msg}, char {exc.pos})") from None
+    except RecursionError:
+        raise ValueError("the answer nests too deeply") from None
+
+
+def _entry_problem(entry: JudgedCriterion, ctx: AnswerContext) -> str | None:
+    for item in entry.evidence:
+        if item.kind == "file" and not ctx.inspected(_normal_path(item.ref)):
+            return (
+                f"cites file {item.ref!r}, which you did not inspect in this session "
+                "(read it with read_file or find it with grep first)"
+            )
+        if item.kind == "tool_check" and item.ref not in ctx.tool_checks:
+            known = ", ".join(sorted(ctx.tool_checks)) or "none ran"
+            return f"cites tool check {item.ref!r}, which did not run (tool checks: {known})"
+    if entry.result == "pass" and not any(i.kind in DECIDING_KINDS for i in entry.evidence):
+        return (
+            "a pass must cite at least one file or tool_check it relied on; the agent's "
+            "own claims decide nothing"
+        )
+    return None
+
+
+def _normal_path(ref: str) -> str:
+    path = ref.strip()
+    while path.startswith("./"):
+        path = path[2:]
+    return path
+
+
+def read_answer(text: str, pending: Sequence[str], ctx: AnswerContext) -> AnswerReading:
+    """Validate one answer against the criteria asked about. Never raises."""
+    asked = list(dict.fromkeys(pending))
+    try:
+        data = _json_candidate(text)
+    except ValueError as exc:
+        return AnswerReading(valid={}, problems={cid: str(exc) for cid in asked})
+    if not isinstance(data, dict) or set(data) != {"results"}:
+        why = 'the answer must be one object with a single key "results"'
+        return AnswerReading(valid={}, problems={cid: why for cid in asked})
+    entries = data["results"]
+    if not isinstance(entries, list):
+        why = '"results" must be a list'
+        return AnswerReading(valid={}, problems={cid: why for cid in asked})
+    seen: dict[str, int] = {}
+    for raw in entries:
+        if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+            seen[raw["id"]] = seen.get(raw["id"], 0) + 1
+    valid: dict[str, JudgedCriterion] = {}
+    problems: dict[str, str] = {}
+    for raw in entries:
+        cid = raw.get("id") if isinstance(raw, dict) else None
+        if not isinstance(cid, str) or cid not in asked or cid in problems:
+            continue  # entries for criteria not asked about are ignored
+        if seen[cid] > 1:
+            problems[cid] = "the criterion has more than one entry"
+            continue
+        try:
+            entry = JudgedCriterion.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "entry"
+            problems[cid] = f"invalid entry ({where}: {first['msg']})"
+            continue
+        problem = _entry_problem(entry, ctx)
+        if problem is not None:
+            problems[cid] = problem
+        else:
+            valid[cid] = entry
+    for cid in asked:
+        if cid not in valid and cid not in problems:
+            problems[cid] = "no entry for this criterion"
+    return AnswerReading(valid=valid, problems=problems)
+
+
+def correction_text(problems: dict[str, str]) -> str:
+    lines = ["Your answer could not be used for these criteria:"]
+    lines += [f"- {cid}: {why}" for cid, why in problems.items()]
+    lines.append(
+        "Answer again for exactly these criteria, with one JSON object and nothing else, "
+        "in this form:"
+    )
+    lines.append(ANSWER_FORMAT)
+    return "\n".join(lines)
+
+
+async def judge(
+    criteria: Sequence[str], session: JudgeSession, ctx: AnswerContext
+) -> dict[str, ModelVerdict]:
+    """Ask the grader model about `criteria`; every criterion gets a verdict."""
+    verdicts: dict[str, ModelVerdict] = {}
+    pending = list(dict.fromkeys(criteria))
+    correction: str | None = None
+    problems: dict[str, str] = {}
+    for attempt in range(1, ATTEMPTS + 1):
+        if not pending:
+            break
+        try:
+            reading = read_answer(await session.ask(pending, correction), pending, ctx)
+        except NoAnswer as none:
+            reading = AnswerReading(valid={}, problems={cid: str(none) for cid in pending})
+        except JudgeUnavailable as stop:
+            for cid in pending:
+                verdicts[cid] = ModelVerdict(
+                    criterion=cid,
+                    result="unknown",
+                    rationale=stop.why,
+                    cause=stop.cause,
+                    attempts=attempt - 1,
+                )
+            return verdicts
+        for cid, entry in reading.valid.items():
+            verdicts[cid] = ModelVerdict(
+                criterion=cid,
+                result=entry.result,
+                rationale=entry.rationale,
+                evidence=entry.evidence,
+                cause="grader_unsure" if entry.result == "unknown" else None,
+                attempts=attempt,
+            )
+        problems = reading.problems
+        pending = [cid for cid in pending if cid in problems]
+        correction = correction_text(problems) if problems else None
+    for cid in pending:
+        verdicts[cid] = ModelVerdict(
+            criterion=cid,
+            result="unknown",
+            rationale=f"the grader's answer was invalid {ATTEMPTS} times: {problems[cid]}",
+            cause="grader_invalid",
+            attempts=ATTEMPTS,
+        )
+    return verdicts

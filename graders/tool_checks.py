@@ -1,0 +1,131 @@
+"""Tool checks: a criterion with `run = "…"` is decided by running that command in the
+workspace (DESIGN §5: `/bin/sh -c`, exit 0 = pass).
+
+The command runner is injected (the harness passes its scrubbed, time-limited
+`harness.commands.run_shell`, bound to the workspace): `graders` does not depend on
+`harness` (DESIGN §2), and tests can pass a fake.
+
+Results:
+
+* exit 0 within the time limit → pass;
+* any other exit, or a time-out → fail (a hanging check is the work's problem, and the
+  agent can act on it);
+* the command could not be started (the runner raised), or no audit time is left to run
+  it → unknown: nothing was checked, so nothing can be claimed either way.
+
+The output is kept as evidence: all of it (as capped by the runner) in the report, its
+tail (where test runners print their verdict) in the criterion's `evidence` field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from graders.criteria import GradingCriterion, Result, UnknownCause
+
+#: Longest a single check may run when no time budget limits it further.
+DEFAULT_CHECK_TIMEOUT_S = 120.0
+#: How much of a check's output (its tail) goes into the criterion's `evidence` field.
+EVIDENCE_TAIL_CHARS = 2000
+
+
+class CommandOutcome(Protocol):
+    """What a runner reports (`harness.commands.CommandResult` has this shape)."""
+
+    @property
+    def exit_code(self) -> int: ...
+    @property
+    def output(self) -> str: ...
+    @property
+    def timed_out(self) -> bool: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def truncated(self) -> bool: ...
+
+
+Runner = Callable[[str, float], CommandOutcome]
+"""`runner(command, timeout_s)`: run one command in the workspace."""
+
+TimeRoom = Callable[[], float | None]
+"""Seconds the audit may still spend (None: no time budget)."""
+
+
+class ToolCheck(BaseModel):
+    """One tool check as it ran: the evidence behind a tool-decided criterion."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    criterion: str
+    command: str
+    result: Result
+    detail: str
+    output: str = ""
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_s: float = 0.0
+    truncated: bool = False
+    cause: UnknownCause | None = None
+
+    @property
+    def evidence_tail(self) -> str:
+        if not self.output:
+            return "(no output)" if self.exit_code is not None else ""
+        if len(self.output) <= EVIDENCE_TAIL_CHARS:
+            return self.output
+        return "[… output cut: its last part follows …]\n" + self.output[-EVIDENCE_TAIL_CHARS:]
+
+
+def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) -> ToolCheck:
+    """Run one criterion's command; never raises."""
+    command = criterion.run
+    if command is None:
+        raise ValueError(f"criterion {criterion.id} has no tool check")
+    room = time_room()
+    if room is not None and room <= 0:
+        return ToolCheck(
+            criterion=criterion.id,
+            command=command,
+            result="unknown",
+            cause="audit_budget",
+            detail="not run: no audit time is left in the time budget",
+        )
+    timeout = DEFAULT_CHECK_TIMEOUT_S if room is None else min(DEFAULT_CHECK_TIMEOUT_S, room)
+    try:
+        done = runner(command, timeout)
+    except (OSError, ValueError) as exc:
+        return ToolCheck(
+            criterion=criterion.id,
+            command=command,
+            result="unknown",
+            cause="check_error",
+            detail=f"the check could not be started: {exc}",
+        )
+    if done.timed_out:
+        result: Result = "fail"
+        detail = f"timed out after {timeout:g}s (a check must finish to pass)"
+    elif done.exit_code == 0:
+        result, detail = "pass", f"exit 0 in {done.duration_s:g}s"
+    else:
+        result, detail = "fail", f"exit {done.exit_code} in {done.duration_s:g}s"
+    return ToolCheck(
+        criterion=criterion.id,
+        command=command,
+        result=result,
+        detail=detail,
+        output=done.output,
+        exit_code=done.exit_code,
+        timed_out=done.timed_out,
+        duration_s=done.duration_s,
+        truncated=done.truncated,
+    )
+
+
+def run_checks(
+    criteria: Sequence[GradingCriterion], runner: Runner, time_room: TimeRoom
+) -> list[ToolCheck]:
+    """Every tool check of the rubric, in rubric order."""
+    return [run_check(c, runner, time_room) for c in criteria if c.run is not None]

@@ -1,0 +1,114 @@
+"""`ilh run TASK… --concurrency N`: several tasks at once, each with its own budgets and
+run record; `--json` prints an array of results in the order the files were given."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.batch import gather_limited
+from harness.store import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+def ilh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_several_tasks_run_at_once_each_with_its_own_record(tmp_path: Path) -> None:
+    names = ["honest", "forged_commit", "injected_tool_result", "budget_claim"]
+    files = [str(EXAMPLES / n / "task.toml") for n in names]
+    done = ilh("run", *files, "--concurrency", "3", "--json", "--store", "runs.db", cwd=tmp_path)
+    results = json.loads(done.stdout)
+    assert isinstance(results, list) and len(results) == 4
+    assert [r["task_id"] for r in results] == [
+        "fizzbuzz",
+        "forged-commit",
+        "injected-tool-result",
+        "budget-claim",
+    ]
+    assert len({r["run_id"] for r in results}) == 4
+    assert results[0]["ended_by"] == "committed_complete"
+    assert done.returncode == 3  # not every task was completed
+    with RunStore(tmp_path / "runs.db") as store:
+        for r in results:
+            assert store.verify(r["run_id"]).ok
+            assert store.get_run(r["run_id"]).task_id == r["task_id"]
+    # Each task's budgets are its own: the budget_claim example overran only its own.
+    assert results[3]["ended_by"] == "budget" and results[0]["final"]["state"] == "complete"
+
+
+def test_without_json_each_run_gets_its_summary(tmp_path: Path) -> None:
+    files = [str(EXAMPLES / n / "task.toml") for n in ("forged_commit", "injected_tool_result")]
+    done = ilh("run", *files, "--store", "runs.db", cwd=tmp_path)
+    assert done.returncode == 3
+    assert "forged-commit" in done.stdout and "injected-tool-result" in done.stdout
+
+
+def test_one_bad_file_stops_the_batch_before_anything_runs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[task]\nid = 3\n")
+    done = ilh(
+        "run", str(EXAMPLES / "honest" / "task.toml"), str(bad), "--store", "runs.db", cwd=tmp_path
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    with RunStore(tmp_path / "runs.db") as store:
+        assert store.list_runs() == []
+
+
+def test_resume_run_takes_no_task_files(tmp_path: Path) -> None:
+    files = [str(EXAMPLES / n / "task.toml") for n in ("honest", "forged_commit")]
+    done = ilh("run", *files, "--resume", "someRun", "--store", "runs.db", cwd=tmp_path)
+    assert done.returncode == 2
+
+
+@pytest.mark.parametrize("limit", [1, 3, 8])
+def test_gather_limited_runs_at_most_n_at_once_and_keeps_order(limit: int) -> None:
+    running = 0
+    peak = 0
+
+    def job(i: int):  # type: ignore[no-untyped-def]
+        async def go() -> int:
+            nonlocal running, peak
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.01 * (i % 3))
+            running -= 1
+            return i
+
+        return go
+
+    results = asyncio.run(gather_limited([job(i) for i in range(12)], limit))
+    assert results == list(range(12))
+    assert peak == limit
+
+
+def test_gather_limited_finishes_every_job_before_raising() -> None:
+    finished: list[int] = []
+
+    def job(i: int):  # type: ignore[no-untyped-def]
+        async def go() -> int:
+            await asyncio.sleep(0.01)
+            if i == 1:
+                raise ValueError("boom")
+            finished.append(i)
+            return i
+
+        return go
+
+    with pytest.raises(ValueError, match="boom"):
+        asyncio.run(gather_limited([job(i) for i in range(4)], 2))
+    assert sorted(finished) == [0, 2, 3]
