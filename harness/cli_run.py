@@ -52,11 +52,15 @@ def execute(
             )
         if resume in (None, RESUME_FLAG):
             raise click.UsageError("give a TASK_FILE, or --resume RUN to continue a recorded run")
-        if grader_model:
-            # Fail closed rather than silently grade a resumed run without the grader asked for.
-            raise click.UsageError("--grader-model is not supported with --resume RUN yet")
         return asyncio.run(
-            resume_run(store, str(resume), model=model, progress=progress, options=options)
+            resume_run(
+                store,
+                str(resume),
+                model=model,
+                progress=progress,
+                options=options,
+                grader_model=grader_model,
+            )
         )
 
 

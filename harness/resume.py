@@ -20,7 +20,13 @@ from harness.lifecycle import IllegalTransition, Lifecycle, StatusEntry
 from harness.orchestrator import Orchestrator, Progress, RunState, no_progress
 from harness.provenance import Provenance
 from harness.run_result import ProposalRow, RunResult, ViolationRow
-from harness.run_setup import budgets_of, client_for, close_client, model_uri
+from harness.run_setup import (
+    budgets_of,
+    client_for,
+    grader_client_for,
+    model_uri,
+    run_then_close,
+)
 from harness.store import RunStore
 from harness.task import Task, load_task
 from harness.tools import ToolCall, ToolResult
@@ -91,7 +97,10 @@ async def resume_run(
     model: str | None = None,
     progress: Progress = no_progress,
     options: ClientOptions = NO_OPTIONS,
+    grader_model: str | None = None,
 ) -> RunResult:
+    """`model`/`grader_model` override what the run was started with (the record's
+    meta); a run started with a grader model is graded by it again when resumed."""
     run_id = store.resolve_run_id(run_ref)
     check = store.verify(run_id)
     if not check.ok:
@@ -120,6 +129,7 @@ async def resume_run(
     ledger = BudgetLedger(recorded_budgets(task, last(events, EventKind.BUDGET_SNAPSHOT)))
     uri = model or meta.get("model") or model_uri(task, None)
     client = client_for(uri, task, start=state.model_calls, options=options)
+    grader_client = grader_client_for(grader_model or meta.get("grader_model"), task, options)
     workspace_dir = store.path.parent / "runs" / run_id / "workspace"
     if not workspace_dir.is_dir():
         raise InputError(run_ref, "E500", f"the run's workspace {workspace_dir} is gone")
@@ -133,8 +143,6 @@ async def resume_run(
         workspace=Workspace(workspace_dir),
         state=state,
         progress=progress,
+        grader_client=grader_client,
     )
-    try:
-        return await orchestrator.run(resume=True)
-    finally:
-        await close_client(client)
+    return await run_then_close(orchestrator, resume=True, clients=(client, grader_client))

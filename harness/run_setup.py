@@ -3,6 +3,7 @@ and the model client named by a model URI."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from budgets.ledger import BudgetLedger
@@ -142,17 +143,16 @@ async def run_task(
     uri = model_uri(task, model)
     if client is None:
         client = client_for(uri, task, options=options)
-    # The grader model (`--grader-model`): without one, only tool checks can verify. It
-    # shares --base-url but is never recorded: --record holds the agent's calls only.
-    grader_client = (
-        client_for(grader_model, task, options=ClientOptions(base_url=options.base_url))
-        if grader_model
-        else None
-    )
+    grader_client = grader_client_for(grader_model, task, options)
     lifecycle = lifecycle_of(task)
     ledger = BudgetLedger(budgets_of(task))
     run_id = store.create_run(
-        task.id, {"task_file": str(task.source) if task.source else None, "model": uri}
+        task.id,
+        {
+            "task_file": str(task.source) if task.source else None,
+            "model": uri,
+            "grader_model": grader_model,
+        },
     )
     workspace = workspace_for(store, run_id, task)
     for entry in lifecycle.history:
@@ -168,12 +168,28 @@ async def run_task(
         progress=progress,
         grader_client=grader_client,
     )
+    return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
+
+
+def grader_client_for(
+    grader_model: str | None, task: Task, options: ClientOptions
+) -> ModelClient | None:
+    """The grader model (`--grader-model`): without one, only tool checks can verify. It
+    shares --base-url but is never recorded: --record holds the agent's calls only."""
+    if not grader_model:
+        return None
+    return client_for(grader_model, task, options=ClientOptions(base_url=options.base_url))
+
+
+async def run_then_close(
+    orchestrator: Orchestrator, *, resume: bool, clients: Sequence[ModelClient | None]
+) -> RunResult:
     try:
         return await orchestrator.run(resume=resume)
     finally:
-        await close_client(client)
-        if grader_client is not None:
-            await close_client(grader_client)
+        for client in clients:
+            if client is not None:
+                await close_client(client)
 
 
 def default_store(path: Path | None) -> RunStore:

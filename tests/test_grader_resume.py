@@ -98,3 +98,65 @@ def test_run_killed_during_grading_is_graded_on_resume(tmp_path: Path) -> None:
         assert (
             len(store.events(run_id, EventKind.MODEL_CALL)) == 2
         )  # the agent was not called again
+
+
+JUDGED = """
+[[rubric.criteria]]
+id = "judged"
+weight = 0.5
+check = "a.txt holds the letter a"
+"""
+# The grader may cite only files it has read.
+GRADER_READS = {
+    "text": "Reading a.txt.",
+    "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}],
+}
+GRADER_REPLY = {
+    "text": json.dumps(
+        {
+            "results": [
+                {
+                    "id": "judged",
+                    "result": "pass",
+                    "rationale": "a.txt holds a",
+                    "evidence": [{"kind": "file", "ref": "a.txt"}],
+                }
+            ]
+        }
+    )
+}
+
+
+def test_resume_grades_with_the_grader_model_the_run_started_with(tmp_path: Path) -> None:
+    """The grader model is part of the run: a resumed run is graded by it again without
+    --grader-model being repeated (a model-judged criterion would otherwise stay unknown
+    and the run could never verify)."""
+    (tmp_path / "agent.jsonl").write_text("\n".join(json.dumps(t) for t in AGENT) + "\n")
+    (tmp_path / "grader.jsonl").write_text(
+        "\n".join(json.dumps(t) for t in (GRADER_READS, GRADER_REPLY)) + "\n"
+    )
+    task = TASK.replace("weight = 1.0", "weight = 0.5").replace("[agent]", JUDGED + "\n[agent]")
+    (tmp_path / "task.toml").write_text(task)
+    db = tmp_path / "store" / "runs.db"
+    grader = f"scripted:{tmp_path / 'grader.jsonl'}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(tmp_path / "task.toml"), "--store", str(db)]
+        + ["--grader-model", grader],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        run_id = wait_for_claim(db, proc)
+        time.sleep(0.3)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    (db.parent / "runs" / run_id / "workspace" / "release.flag").write_text("")
+
+    resumed = CliRunner().invoke(ilh, ["run", "--resume", run_id, "--store", str(db), "--json"])
+    assert resumed.exit_code == 0, resumed.output
+    outcome = json.loads(resumed.stdout)
+    assert outcome["ended_by"] == "committed_complete"
+    judged = {c["id"]: c for c in outcome["grader"]["criteria"]}["judged"]
+    assert (judged["result"], judged["via"]) == ("pass", "model")

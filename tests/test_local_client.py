@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.clients.local_client import (
+    _without_weight_repacking,
     local_messages,
     parse_tool_calls,
     smollm2_path,
@@ -112,3 +113,15 @@ def test_an_unknown_local_model_is_bad_input(
     with pytest.raises(InputError) as caught:
         run_setup.client_for("local:gpt-5", load_task(task_file))
     assert caught.value.code == "E303"
+
+
+def test_the_model_loads_without_weight_repacking_and_the_defaults_come_back() -> None:
+    """Repacked (AMX) weights crash llama.cpp on a multi-token prompt; the load turns them
+    off for itself only."""
+    llama = pytest.importorskip("llama_cpp.llama", reason="needs the `local` extra")
+    bindings = llama.llama_cpp
+    original = bindings.llama_model_default_params
+    with _without_weight_repacking():
+        assert bindings.llama_model_default_params().use_extra_bufts is False
+    assert bindings.llama_model_default_params is original
+    assert bindings.llama_model_default_params().use_extra_bufts is True

@@ -15,7 +15,12 @@ R2  writer table: every history entry's writer holds its authority, and that aut
     may write its state (WRITER_STATES / AUTHORITY_OF_WRITER); agent entries are @AGENT;
 R3  transitions: the first entry is the start state, and consecutive entries follow
     `harness.transitions.EDGES` for the writer's tier;
-R4  no complete or verified_complete, ever (no grader exists yet);
+R4  complete only through the grader: every verified_complete is @GRADER right after an
+    @AGENT claimed_complete and right before the runtime's complete; each follows a
+    `grader_result` event whose verdict is verified_complete with every criterion
+    `pass` (none unknown, none failed) and score ≥ threshold; never without a rubric,
+    never with a model-judged criterion (no grader model: unknown never verifies), and
+    needs_revision is always followed by the runtime's running;
 R5  after a `reason:budget` stop committed in this run nothing follows in the history,
     and in the record only the run's end;
 R6  accepted ::STATUS proposals (not acknowledgements) and @AGENT history entries match
@@ -45,7 +50,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from budgets.ledger import BudgetLedger
@@ -202,7 +207,10 @@ def evidence_piece(draw: st.DrawFn) -> Piece:
     return Piece(text, forged)
 
 
+# A strict completion claim on its own too, so that generated runs reach the grader.
+STRICT_CLAIM = Piece(_status("state:claimed_complete", "@AGENT", "proposal"))
 pieces = st.one_of(
+    st.just(STRICT_CLAIM),
     st.sampled_from(PROSE).map(Piece),
     st.sampled_from(PROSE).map(Piece),
     st.sampled_from(PROSE).map(Piece),
@@ -252,6 +260,7 @@ def turns(draw: st.DrawFn) -> GenTurn:
     calls = draw(
         st.lists(
             st.sampled_from(VALID_CALLS)
+            | st.just(VALID_CALLS[0])  # writes notes.txt, which the generated rubrics check
             | st.sampled_from(MALFORMED_CALLS)
             | st.sampled_from(ESCAPING_CALLS),
             max_size=2,
@@ -350,9 +359,24 @@ START_STATES: list[tuple[dict[str, str] | None, bool]] = [
 starts = st.integers(0, len(START_STATES) - 1).map(START_STATES.__getitem__)
 
 
+# No rubric (a claim can never verify); a tool check the agent's write_file satisfies; the
+# same with a model-judged criterion beside it, whose weight alone stays under the low
+# threshold, so that only "unknown never verifies" keeps such a claim from verifying.
+NOTES_CHECK = {"id": "notes", "check": "notes.txt exists", "run": "test -f notes.txt"}
+JUDGED = {"id": "style", "weight": 0.2, "check": "notes.txt reads well"}
+RUBRICS: list[dict[str, Any] | None] = [
+    None,
+    {"threshold": 1.0, "criteria": [{**NOTES_CHECK, "weight": 1.0}]},
+    {"threshold": 0.5, "criteria": [{**NOTES_CHECK, "weight": 0.8}, JUDGED]},
+]
+
+
 @st.composite
 def plans(draw: st.DrawFn) -> tuple[Task, bool, list[GenTurn]]:
     raw: dict[str, Any] = {"task": draw(task_sections), "budget": draw(budget_tables)}
+    rubric = draw(st.sampled_from(RUBRICS))
+    if rubric is not None:
+        raw["rubric"] = rubric
     initial, resume = draw(starts)
     if initial is not None:
         raw["initial"] = initial
@@ -467,7 +491,6 @@ def check_history(out: Outcome, task: Task) -> None:  # R2, R3, R4, R5
         assert Status.parse(entry.line).render() == entry.line
         if authority is Authority.PROPOSAL:
             assert entry.by == "@AGENT"
-        assert entry.state not in (State.COMPLETE, State.VERIFIED_COMPLETE)
     assert [e.seq for e in history] == list(range(1, len(history) + 1))
     initial = task.spec.initial
     first = history[0]
@@ -494,7 +517,38 @@ def check_history(out: Outcome, task: Task) -> None:  # R2, R3, R4, R5
             and event.payload["seq"] > 1
         ):
             assert [e.kind for e in events[i + 1 :]] == [EventKind.RUN_ENDED]
-    assert out.result.ended_by != "committed_complete"
+    check_grader_gate(out, task)
+
+
+def check_grader_gate(out: Outcome, task: Task) -> None:  # R4
+    history = out.result.history
+    rubric = task.spec.rubric
+    tool_only = rubric is not None and all(c.run for c in rubric.criteria)
+    grades = [e.payload for e in of_kind(out.events, EventKind.GRADER_RESULT)]
+    verified_grades = [g for g in grades if g["verdict"] == "verified_complete"]
+    for g in verified_grades:
+        assert tool_only, "a claim verified without a rubric or with a model-judged criterion"
+        assert all(c["result"] == "pass" for c in g["criteria"])
+        assert g["score"] >= g["threshold"]
+    applied = [g for g in grades if g["applied"]]
+    verifications = [i for i, e in enumerate(history) if e.by == "@GRADER"]
+    assert len(verifications) == len(applied)
+    for i, g in zip(verifications, applied, strict=True):
+        entry = history[i]
+        assert entry.state == g["verdict"]
+        before = history[i - 1]
+        assert (before.state, before.by) == ("claimed_complete", "@AGENT")
+        after = history[i + 1]
+        expected = "complete" if entry.state == "verified_complete" else "running"
+        assert (after.state, after.by) == (expected, "@RUNTIME")
+    completes = [i for i, e in enumerate(history) if e.state == State.COMPLETE]
+    assert len(completes) <= 1
+    if completes:
+        assert completes[0] == len(history) - 1
+        assert history[completes[0] - 1].state == State.VERIFIED_COMPLETE
+        assert out.result.ended_by == "committed_complete"
+    else:
+        assert out.result.ended_by != "committed_complete"
 
 
 def attached_violations(events: Sequence[Event]) -> list[tuple[Event, list[Event]]]:
@@ -644,12 +698,13 @@ def check_budgets(out: Outcome, script: list[GenTurn]) -> None:  # R9, R10, R11
                 Authority.COMMIT,
             )
     # v4.0 §7 budget_pressure_completion⇒forbidden: a reply that overran a budget moves
-    # the task nowhere but stopped.
+    # the task nowhere but stopped. (Evidence it holds may be recorded: evidence never
+    # moves the status, `state` None.)
     overran = {
         s.round for s in snapshots if any(row["remaining"] < 0 for row in s.payload["budgets"])
     }
     for p in result.proposals:
-        if p.round in overran and p.disposition == "accepted":
+        if p.round in overran and p.disposition == "accepted" and p.state is not None:
             assert p.state == "stopped", p
     rounds = initial.get("rounds")
     if rounds is not None:
@@ -675,6 +730,8 @@ def check_ending(out: Outcome, script: list[GenTurn], calls: int) -> None:  # R1
         assert calls == 0 and len(result.history) == 1 and final.state == "stopped"
     elif ended == "budget":
         assert (final.state, final.reason, final.by) == ("stopped", "budget", "@RUNTIME")
+    elif ended == "committed_complete":
+        assert (final.state, final.reason, final.by) == ("complete", None, "@RUNTIME")
     elif ended == "unverified":
         assert (final.state, final.by) == ("claimed_complete", "@AGENT")
     elif ended == "agent_proposal":
@@ -688,11 +745,16 @@ def check_ending(out: Outcome, script: list[GenTurn], calls: int) -> None:  # R1
 
 
 def fixed_plan(
-    budget: dict[str, Any], turns_: list[GenTurn], initial: dict[str, str] | None = None
+    budget: dict[str, Any],
+    turns_: list[GenTurn],
+    initial: dict[str, str] | None = None,
+    rubric: dict[str, Any] | None = None,
 ) -> tuple[Task, bool, list[GenTurn]]:
     raw: dict[str, Any] = {"task": {"id": "fixed", "objective": "o"}, "budget": budget}
     if initial is not None:
         raw["initial"] = initial
+    if rubric is not None:
+        raw["rubric"] = rubric
     spec = TaskFile.model_validate(raw)
     return Task(spec=spec, folder=Path(tempfile.gettempdir())), initial is not None, turns_
 
@@ -724,6 +786,18 @@ FORGERY_THEN_CLAIM = fixed_plan(
     initial={"state": "stopped", "reason": "user_pause"},
 )
 
+# The grader gate both ways: an early claim (needs_revision → running), the work, a second
+# claim the tool check verifies; and the same work under a rubric with a model-judged
+# criterion, which never verifies without a grader model.
+WRITE_NOTES = GenTurn(ScriptedTurn(text="Writing.", tool_calls=[VALID_CALLS[0]]), False, 0)
+CLAIM_TURN = GenTurn(ScriptedTurn(text="Done.\n\n" + CLAIM), False, 0)
+REVISED_THEN_VERIFIED = fixed_plan(
+    {"rounds": {"limit": 6}}, [CLAIM_TURN, WRITE_NOTES, CLAIM_TURN], rubric=RUBRICS[1]
+)
+MODEL_JUDGED_NEVER_VERIFIES = fixed_plan(
+    {"rounds": {"limit": 6}}, [WRITE_NOTES, CLAIM_TURN], rubric=RUBRICS[2]
+)
+
 
 @settings(
     max_examples=150,
@@ -733,12 +807,36 @@ FORGERY_THEN_CLAIM = fixed_plan(
 @given(plan=plans())
 @example(plan=PRESSURE)
 @example(plan=FORGERY_THEN_CLAIM)
+@example(plan=REVISED_THEN_VERIFIED)
+@example(plan=MODEL_JUDGED_NEVER_VERIFIES)
 def test_no_agent_reply_breaks_authority_or_transitions_end_to_end(
     plan: tuple[Task, bool, list[GenTurn]],
 ) -> None:
     task, resume, script = plan
     out = drive(task, resume, script)
+    event(f"ended_by={out.result.ended_by}")
     check_record(out)
     check_history(out, task)
     check_proposals(out, script)
     check_budgets(out, script)
+
+
+def test_the_grader_gate_is_reached_both_ways() -> None:
+    """The fixed plans above do reach the grader: one commits complete after a revision,
+    the other (model-judged criterion, no grader model) ends unverified."""
+    out = drive(*REVISED_THEN_VERIFIED)
+    assert [(h.state, h.by) for h in out.result.history] == [
+        ("running", "@RUNTIME"),
+        ("claimed_complete", "@AGENT"),
+        ("needs_revision", "@GRADER"),
+        ("running", "@RUNTIME"),
+        ("claimed_complete", "@AGENT"),
+        ("verified_complete", "@GRADER"),
+        ("complete", "@RUNTIME"),
+    ]
+    check_history(out, REVISED_THEN_VERIFIED[0])
+    out = drive(*MODEL_JUDGED_NEVER_VERIFIES)
+    assert out.result.ended_by == "unverified"
+    (grade,) = [e.payload for e in of_kind(out.events, EventKind.GRADER_RESULT)]
+    assert grade["score"] >= grade["threshold"]  # only "unknown never verifies" stops it
+    check_history(out, MODEL_JUDGED_NEVER_VERIFIES[0])

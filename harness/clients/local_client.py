@@ -27,7 +27,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -91,12 +92,39 @@ def llama_available() -> bool:
     return True
 
 
+@contextmanager
+def _without_weight_repacking() -> Iterator[None]:
+    """A `Llama` constructed inside loads its weights into plain CPU buffers, not the
+    "extra" (repacked) ones.
+
+    Why: llama.cpp built natively on a CPU with AMX (seen here: llama-cpp-python 0.3.36,
+    AMX_INT8) repacks the weights for its AMX kernels, and those crash the process
+    (SIGSEGV) on the first decode of more than one token, that is on every prompt.
+    `Llama()` takes no argument for llama.cpp's `use_extra_bufts`, so its defaults are
+    wrapped while the model loads. For a 135M model the cost is nil."""
+    bindings = importlib.import_module("llama_cpp.llama").llama_cpp
+    defaults = bindings.llama_model_default_params
+
+    def plain_buffers() -> Any:
+        params = defaults()
+        if hasattr(params, "use_extra_bufts"):  # older llama.cpp has none: nothing to do
+            params.use_extra_bufts = False
+        return params
+
+    bindings.llama_model_default_params = plain_buffers
+    try:
+        yield
+    finally:
+        bindings.llama_model_default_params = defaults
+
+
 def _load(path: Path) -> Any:
     with _models_lock:
         model = _models.get(str(path))
         if model is None:
             llama_cpp = importlib.import_module("llama_cpp")
-            model = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, seed=0, verbose=False)
+            with _without_weight_repacking():
+                model = llama_cpp.Llama(model_path=str(path), n_ctx=N_CTX, seed=0, verbose=False)
             _models[str(path)] = model
             log.info("local.model_loaded", path=str(path))
         return model
