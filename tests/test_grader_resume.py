@@ -139,9 +139,9 @@ def test_resume_grades_with_the_grader_model_the_run_started_with(tmp_path: Path
     (tmp_path / "task.toml").write_text(task)
     db = tmp_path / "store" / "runs.db"
     grader = f"scripted:{tmp_path / 'grader.jsonl'}"
+    command = [sys.executable, "-m", "harness", "run", str(tmp_path / "task.toml")]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", str(tmp_path / "task.toml"), "--store", str(db)]
-        + ["--grader-model", grader],
+        [*command, "--store", str(db), "--grader-model", grader],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

@@ -50,7 +50,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import event as tally
 from hypothesis import strategies as st
 
 from budgets.ledger import BudgetLedger
@@ -814,7 +815,7 @@ def test_no_agent_reply_breaks_authority_or_transitions_end_to_end(
 ) -> None:
     task, resume, script = plan
     out = drive(task, resume, script)
-    event(f"ended_by={out.result.ended_by}")
+    tally(f"ended_by={out.result.ended_by}")
     check_record(out)
     check_history(out, task)
     check_proposals(out, script)
