@@ -15,16 +15,16 @@ prompt it rests on; the tests check that the phrase is really there.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envelopes.declarations import State
 from harness.input_errors import InputError
+from harness.jsonl_input import read_jsonl
 from harness.task import Task, parse_task
 
 Category = Literal[
@@ -121,24 +121,11 @@ class ExecCase(_Frozen):
         return self
 
 
-def _case_of(line: str, path: Path, number: int) -> ExecCase:
-    try:
-        return ExecCase.model_validate(json.loads(line))
-    except json.JSONDecodeError as err:
-        raise InputError(path, "E300", f"not JSON: {err.msg}", number, err.colno) from None
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(line)"
-        raise InputError(path, "E303", f"{where}: {first['msg']}", number) from None
-
-
 def load_exec_cases(folder: Path) -> list[ExecCase]:
     """Every case of every `*.jsonl` file in `folder`, in id order; ids must be unique."""
     cases: list[ExecCase] = []
     for path in sorted(folder.glob("*.jsonl")):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                cases.append(_case_of(line, path, number))
+        cases += read_jsonl(path, ExecCase, "the conformance cases")
     ids = [case.id for case in cases]
     if len(set(ids)) != len(ids):
         duplicated = sorted({i for i in ids if ids.count(i) > 1})

@@ -3,13 +3,12 @@ per line (DESIGN §5). Used by the offline examples and the enforcement tests.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from budgets.estimate import estimate_tokens
-from harness.input_errors import InputError
+from harness.jsonl_input import read_jsonl
 from harness.model import AgentEnded, ModelReply, ModelRequest, Usage
 from harness.tools import ToolCall
 
@@ -37,30 +36,7 @@ class ScriptedTurn(BaseModel):
 
 
 def load_script(path: Path) -> list[ScriptedTurn]:
-    try:
-        raw = path.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise InputError(
-            path, "E500", f"cannot read the agent script: {err.strerror or err}"
-        ) from None
-    except UnicodeDecodeError as err:
-        raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
-    turns: list[ScriptedTurn] = []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(path, "E300", f"not JSON: {err.msg}", number, err.colno) from None
-        try:
-            turns.append(ScriptedTurn.model_validate(data))
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(line)"
-            code = "E301" if first["type"].endswith("_type") else "E303"
-            raise InputError(path, code, f"{where}: {first['msg']}", number) from None
-    return turns
+    return read_jsonl(path, ScriptedTurn, "the agent script")
 
 
 class ScriptedClient:

@@ -5,27 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.batch import gather_limited
 from harness.store import RunStore
+from tests.harness_helpers import ilh
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
 
-def ilh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_several_tasks_run_at_once_each_with_its_own_record(tmp_path: Path) -> None:

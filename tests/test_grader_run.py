@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,25 +24,12 @@ from harness.run_setup import budgets_of, lifecycle_of, workspace_for
 from harness.scripted import ScriptedCall, ScriptedClient, ScriptedTurn
 from harness.store import RunStore
 from harness.task import Task, TaskFile
+from tests.harness_helpers import Recording
 
 CLAIM = "::STATUS{@TASK|state:claimed_complete|by:@AGENT|authority:proposal}"
 MARKER = "PRIVATE-REASONING-7f3a"  # words only the agent's own messages carry
 
 
-@dataclass
-class Recording:
-    """A client that keeps every request it was sent (the envelope as the model saw it)."""
-
-    inner: Any
-    requests: list[ModelRequest] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
-        return await self.inner.complete(request)  # type: ignore[no-any-return]
 
 
 class Failing:

@@ -8,8 +8,6 @@ import asyncio
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from harness.input_errors import InputError
 from harness.run_setup import run_task
 from harness.store import RunStore
 from harness.task import load_task
+from tests.harness_helpers import ilh
 from tests.model_fakes import OPENAI, PROVIDERS, FakeTime, Provider, Script, ok, request, status
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,14 +65,6 @@ def record_of(store: RunStore, run_id: str) -> list[Any]:
     return rows
 
 
-def ilh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("example", ["honest", "injected_tool_result", "forged_commit"])

@@ -45,7 +45,7 @@ import asyncio
 import os
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ from envelopes.declarations import (
 from harness.authority import AGENT_WRITERS, value_tokens
 from harness.claims import read_claims
 from harness.events import Event, EventKind
-from harness.model import ModelReply, ModelRequest
+from harness.model import ModelRequest
 from harness.orchestrator import Orchestrator
 from harness.run_result import RunResult
 from harness.run_setup import budgets_of, lifecycle_of, workspace_for
@@ -74,6 +74,7 @@ from harness.scripted import ScriptedCall, ScriptedClient, ScriptedTurn, Scripte
 from harness.store import RunStore
 from harness.task import Task, TaskFile
 from harness.transitions import EDGES, is_budget_reason
+from tests.harness_helpers import Recording
 
 USER_MARKER = "USER-WROTE-THIS"
 
@@ -390,20 +391,6 @@ def plans(draw: st.DrawFn) -> tuple[Task, bool, list[GenTurn]]:
 # ------------------------------------------------------------------------------ driver
 
 
-@dataclass
-class Recording:
-    """A ScriptedClient that keeps every request it was sent."""
-
-    inner: ScriptedClient
-    requests: list[ModelRequest] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        self.requests.append(request)
-        return await self.inner.complete(request)
 
 
 @dataclass

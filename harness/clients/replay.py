@@ -10,13 +10,11 @@ and recorded errors raised again, so a replayed run writes the same record.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-from pydantic import ValidationError
 
 from harness.clients.estimate import estimate_input
 from harness.clients.recording import (
@@ -25,7 +23,7 @@ from harness.clients.recording import (
     message_digests,
     request_digest,
 )
-from harness.input_errors import InputError
+from harness.jsonl_input import read_jsonl
 from harness.model import (
     AgentEnded,
     AttemptListener,
@@ -45,27 +43,7 @@ class ReplayMiss(ModelCallError):
 
 
 def load_recording(path: Path) -> list[RecordedCall]:
-    try:
-        raw = path.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise InputError(
-            path, "E500", f"cannot read the recording: {err.strerror or err}"
-        ) from None
-    except UnicodeDecodeError as err:
-        raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
-    calls: list[RecordedCall] = []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            calls.append(RecordedCall.model_validate(json.loads(line)))
-        except json.JSONDecodeError as err:
-            raise InputError(path, "E300", f"not JSON: {err.msg}", number, err.colno) from None
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise InputError(path, "E303", f"{where}: {first['msg']}", number) from None
-    return calls
+    return read_jsonl(path, RecordedCall, "the recording")
 
 
 class ReplayClient:
