@@ -26,7 +26,7 @@ from budgets.ledger import BudgetLedger
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
 from harness.grading import Grader, claims_from_text, grading_rubric
-from harness.input_errors import InputError
+from harness.input_errors import InputError, read_utf8
 from harness.orchestrator import objective_of, task_blocks
 from harness.run_setup import budgets_of, client_for, close_client
 from harness.task import load_task
@@ -40,16 +40,7 @@ _RESULT_STYLE = {"pass": "green", "fail": "red", "unknown": "yellow"}
 
 
 def read_claim_file(path: Path) -> list[AgentClaim]:
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise InputError(
-            path, "E500", f"cannot read the claim file: {err.strerror or err}"
-        ) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
+    text = read_utf8(path, "the claim file")
     return claims_from_text(text, path)
 
 

@@ -22,3 +22,13 @@ class InputError(Exception):
             if self.col:
                 where += f":{self.col}"
         return f"{where}: {self.code} {self.message}"
+
+
+def read_utf8(path: Path, what: str) -> str:
+    """The text of a user's file; `what` names it in the message ("the task file")."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as err:
+        raise InputError(path, "E500", f"cannot read {what}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None

@@ -11,18 +11,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.input_errors import InputError
+from harness.input_errors import InputError, read_utf8
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def read_utf8(path: Path, what: str) -> str:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise InputError(path, "E500", f"cannot read {what}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
 
 
 def line_model(model: type[M], line: str, path: Path, number: int) -> M:

@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from harness.durations import parse_duration
-from harness.input_errors import InputError
+from harness.input_errors import InputError, read_utf8
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 WEIGHT_TOLERANCE = 1e-9
@@ -198,14 +198,5 @@ def parse_task(text: str, path: Path) -> Task:
 
 
 def load_task(path: Path) -> Task:
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise InputError(
-            path, "E500", f"cannot read the task file: {err.strerror or err}"
-        ) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
+    text = read_utf8(path, "the task file")
     return parse_task(text, path)
