@@ -25,10 +25,11 @@ from rich.table import Table
 from budgets.ledger import BudgetLedger
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
+from harness.clients.options import NO_OPTIONS
 from harness.grading import Grader, claims_from_text, grading_rubric
 from harness.input_errors import InputError, read_utf8
 from harness.orchestrator import objective_of, task_blocks
-from harness.run_setup import budgets_of, client_for, close_client
+from harness.run_setup import budgets_of, close_client, grader_client_for
 from harness.task import load_task
 from harness.workspace import Workspace, WorkspaceError
 
@@ -60,7 +61,7 @@ async def grade_task(
     except WorkspaceError as err:
         raise InputError("--workspace", "E500", str(err)) from None
     claims = read_claim_file(claim_file) if claim_file is not None else []
-    client = client_for(grader_model, task) if grader_model else None
+    client = grader_client_for(grader_model, task, NO_OPTIONS)
     grader = Grader(
         rubric=grading_rubric(task),
         objective=objective_of(task),

@@ -52,16 +52,20 @@ def lifecycle_of(task: Task) -> Lifecycle:
 
 
 def client_for(
-    uri: str, task: Task, *, start: int = 0, options: ClientOptions = NO_OPTIONS
+    uri: str,
+    task: Task,
+    *,
+    start: int = 0,
+    options: ClientOptions = NO_OPTIONS,
+    flag: str = "--model",
 ) -> ModelClient:
     """The client a model URI names (DESIGN §5). `start`: turns a scripted agent has
     already spoken (resume). `options`: --base-url for the providers, and --record,
-    which wraps whatever client this is in a recorder."""
+    which wraps whatever client this is in a recorder. `flag`: where the URI came from,
+    for the error message."""
     scheme, _, rest = uri.partition(":")
     if scheme not in MODEL_SCHEMES or not rest:
-        raise InputError(
-            "--model", "E303", f"not a model URI: {uri!r} ({', '.join(MODEL_SCHEMES)})"
-        )
+        raise InputError(flag, "E303", f"not a model URI: {uri!r} ({', '.join(MODEL_SCHEMES)})")
     client: ModelClient
     # Provider modules are imported here, not at the top: each SDK takes about two
     # seconds to import, which `ilh lint` and scripted runs should not pay.
@@ -178,7 +182,12 @@ def grader_client_for(
     shares --base-url but is never recorded: --record holds the agent's calls only."""
     if not grader_model:
         return None
-    return client_for(grader_model, task, options=ClientOptions(base_url=options.base_url))
+    return client_for(
+        grader_model,
+        task,
+        options=ClientOptions(base_url=options.base_url),
+        flag="--grader-model",
+    )
 
 
 async def run_then_close(

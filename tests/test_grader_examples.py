@@ -208,6 +208,11 @@ def test_bad_claim_files(tmp_path: Path) -> None:
     assert "E500" in bad(*grade_args(tmp_path, **{"--claim": str(tmp_path / "nope.txt")}))
 
 
+def test_a_bad_grader_model_names_its_flag(tmp_path: Path) -> None:
+    message = bad(*grade_args(tmp_path, **{"--grader-model": "bogus:x"}))
+    assert message.startswith("error --grader-model: E303 not a model URI")
+
+
 def test_empty_claim_file_is_fine(tmp_path: Path) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("I did my best.\n")
