@@ -8,10 +8,12 @@ joined by the document reader before a chain reaches this module.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from typing import Literal
 
 from envelopes.errors import IlangError
-from envelopes.vocabulary import ALIASES, MODIFIERS, VERB_SET
+from envelopes.vocabulary import ALIASES, ENTITY_TIERS, MODIFIERS, VERB_SET
 
 ENTITY_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
 _MODIFIER_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -307,6 +309,35 @@ def check_entity_name(name: str, line: int, col: int) -> None:
     if not ENTITY_NAME.match(name):
         shown = f"@{name}" if name else "@"
         raise IlangError("E200", f"entity {shown!r} does not match @[A-Z][A-Z0-9_]*", line, col)
+
+
+EntityTier = Literal["core", "external", "role", "media", "custom"]
+_TIER_NAMES: dict[int, EntityTier] = {1: "core", 2: "external", 3: "role", 4: "media"}
+
+
+def resolve_entity(
+    name: str,
+    *,
+    connected: Collection[str] | None = None,
+    line: int = 1,
+    col: int = 1,
+) -> EntityTier:
+    """Resolve an entity name (without `@`) in the order of SPEC-v5.0 Part III §2.2:
+    Tier 1 core → Tier 2 external → Tier 3 role → the v4.1 media tier → document custom.
+
+    A name off `@[A-Z][A-Z0-9_]*` resolves nowhere: E200. Any conforming name is valid
+    without registration, so it resolves at the latest as `custom`. `connected` names the
+    external (Tier 2) services this environment has; when it is given, an external
+    entity outside it is registered but unavailable: E201, which is recoverable (degrade
+    per v4.0 §0.1) rather than a syntax error.
+    """
+    check_entity_name(name, line, col)
+    tier = ENTITY_TIERS.get(name)
+    if tier is None:
+        return "custom"
+    if tier == 2 and connected is not None and name not in connected:
+        raise IlangError("E201", f"entity @{name} is not connected in this environment", line, col)
+    return _TIER_NAMES[tier]
 
 
 def parse_chain(text: str, line: int = 1, col: int = 1) -> Chain:

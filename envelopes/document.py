@@ -50,6 +50,8 @@ _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(.*)\Z", re.S)
 # (Part III Appendix B).
 _ENTITY_TOKEN = re.compile(r"(?<=[{:|,→=])@([A-Za-z0-9][A-Za-z0-9_\-]*)?")
 _DELIMITER_FIELD = re.compile(r"(?:^|\|)\s*delimiter:([^|}\s]+)")
+_ID_FIELD = re.compile(r"(?:^|\|)\s*id:([^|}\s]+)")
+_LINE_PAD = " \t"
 _DOUBLE_INLINE = re.compile(r"\{([^{}]*)\}\{(.*)\}\Z", re.S)
 _DOUBLE_OPEN = re.compile(r"\{([^{}]*)\}\{([^}]*)\Z", re.S)
 _STRUCTURAL_MARKS = ("::", "[", "{", "}", "|", "⇒", "=>")
@@ -213,6 +215,13 @@ class _DocumentReader:
         self.lines = [ln[:-1] if ln.endswith("\r") else ln for ln in self.lines]
         self.offset = first_line
         self.findings: list[Finding] = []
+        # Control characters found per line index; reported after reading, except on the
+        # payload lines of opaque blocks, which are never read as iLang.
+        self.controls: list[tuple[int, Finding]] = []
+        self.opaque_lines: set[int] = set()
+        # The line index right after the most recent opaque block's delimiter line: the
+        # only place an ::END_UNTRUSTED line may stand.
+        self.end_expected_at: int | None = None
 
     # ------------------------------------------------------------------ reporting
     def error(self, index: int, code: str, message: str, col: int = 1) -> None:
@@ -234,13 +243,21 @@ class _DocumentReader:
             for found in CONTROL.finditer(line):
                 if found.group(0) != "\t":
                     ch = found.group(0)
-                    self.error(
-                        index, "E300", f"control character U+{ord(ch):04X}", found.start() + 1
-                    )
+                    message = f"control character U+{ord(ch):04X}"
+                    finding = Finding("E300", message, index + self.offset, found.start() + 1)
+                    self.controls.append((index, finding))
                     break
 
     def read(self) -> Document:
         self.check_characters()
+        document = self.read_items()
+        # Opaque payloads are content, not iLang text: a control character there (ANSI
+        # escapes in tool output, a NUL) is data, never a finding.
+        control_findings = [f for index, f in self.controls if index not in self.opaque_lines]
+        self.findings[:0] = control_findings
+        return document
+
+    def read_items(self) -> Document:
         items: list[Item] = []
         nonblank = [i for i, ln in enumerate(self.lines) if ln.strip()]
         first_nb = nonblank[0] if nonblank else -1
@@ -289,7 +306,19 @@ class _DocumentReader:
                 continue
             if s.startswith("::") or _TEMPORAL_PREFIX.match(s):
                 seen_construct = True
+                start = i
                 i, item = self.construct(i)
+                if (
+                    isinstance(item, Declaration)
+                    and item.name == "END_UNTRUSTED"
+                    and start != self.end_expected_at
+                ):
+                    self.error(
+                        start,
+                        "E300",
+                        "::END_UNTRUSTED closes an opaque block: it stands right after the "
+                        "block's delimiter line",
+                    )
                 if item is not None:
                     items.append(item)
                 continue
@@ -464,21 +493,50 @@ class _DocumentReader:
 
     def opaque(self, i: int, decl: Declaration) -> tuple[int, Item | None]:
         delimiter = decl.delimiter or ""
-        if i + 1 >= len(self.lines) or self.lines[i + 1].strip() != f"<<<{delimiter}":
+        if i + 1 >= len(self.lines) or self.lines[i + 1].strip(_LINE_PAD) != f"<<<{delimiter}":
             self.error(
                 i + 1 if i + 1 < len(self.lines) else i,
                 "E300",
                 f"an opaque block opens with `<<<{delimiter}` on the line after its header",
             )
             return i + 1, None
-        j = i + 2
-        while j < len(self.lines):
-            if self.lines[j].strip() == delimiter:
-                payload = "\n".join(self.lines[i + 2 : j])
-                return j + 1, _with(decl, opaque=payload)
-            j += 1
-        self.error(i, "E300", f"opaque block never reaches its delimiter line `{delimiter}`")
-        return len(self.lines), None
+        j = self.delimiter_line(i + 2, delimiter)
+        if j is None:
+            self.error(i, "E300", f"opaque block never reaches its delimiter line `{delimiter}`")
+            return len(self.lines), None
+        payload = "\n".join(self.lines[i + 2 : j])
+        self.check_end_line(i, j + 1, decl.header)
+        return j + 1, _with(decl, opaque=payload)
+
+    def delimiter_line(self, start: int, delimiter: str) -> int | None:
+        """Index of the first line from `start` that is exactly `delimiter` (spaces and
+        tabs aside); every line before it is payload, marked opaque."""
+        for j in range(start, len(self.lines)):
+            if self.lines[j].strip(_LINE_PAD) == delimiter:
+                return j
+            self.opaque_lines.add(j)
+        return None
+
+    def check_end_line(self, i: int, at: int, header: str) -> None:
+        """SPEC-v4.0-FINAL §1: the delimiter line is followed by `::END_UNTRUSTED{id:…}`
+        naming the block's own id (E300 otherwise, as `isolation.read_untrusted`)."""
+        self.end_expected_at = at
+        own = _ID_FIELD.search(header)
+        own_id = own.group(1) if own else None
+        end_line = self.lines[at].strip(_LINE_PAD) if at < len(self.lines) else ""
+        end = _DECL_HEAD.match(end_line)
+        if end is None or end.group(1) != "END_UNTRUSTED" or end.group(2) is not None:
+            self.error(
+                i,
+                "E300",
+                "an opaque block ends with its delimiter line followed by ::END_UNTRUSTED"
+                f"{{id:{own_id or '…'}}}",
+            )
+            return
+        closing = end.group(3).strip()
+        end_id = _ID_FIELD.search(closing[1:-1]) if closing.startswith("{") else None
+        if (end_id.group(1) if end_id else None) != own_id:
+            self.error(at, "E300", f"::END_UNTRUSTED does not name the block's id {own_id!r}")
 
     # ---------------------------------------------------------------------- bodies
     def body(self, i: int, parent: str, header_indent: int) -> tuple[int, list[BodyLine]]:
@@ -560,6 +618,12 @@ class _DocumentReader:
     def nested(self, j: int, indent: int) -> tuple[int, BodyLine | None]:
         s = self.lines[j].strip()
         head = _DECL_HEAD.match(s)
+        delimiter = _DELIMITER_FIELD.search(s) if head and head.group(1) == "UNTRUSTED" else None
+        if delimiter is not None:
+            # An opaque block is a top-level construct; its payload is skipped unread.
+            self.error(j, "E300", "an opaque ::UNTRUSTED block cannot nest in a body")
+            close = self.delimiter_line(j + 1, delimiter.group(1))
+            return (len(self.lines) if close is None else close + 1), None
         end = j + 1
         own_body: list[BodyLine] = []
         name = head.group(1) if head else "?"

@@ -13,7 +13,9 @@ from envelopes.judge import Judge, judge_findings
 from envelopes.markdown import ilang_fences
 from envelopes.vocabulary import ENTITY_TIERS
 
-_REMAINING = re.compile(r"(?:^|[|,{]\s*)remaining\s*:")
+# Any spelling a reader could take for a `remaining` key: case, quotes and a full-width
+# colon do not hide it (the typed reader refuses those spellings, but only as warnings).
+_REMAINING = re.compile(r"(?:^|[|,{]\s*)\"?remaining\"?\s*[:：]", re.IGNORECASE)
 _STATE_INTRO = re.compile(r"(@[A-Z][A-Z0-9_]*)[,|\s]|(@[A-Z][A-Z0-9_]*)\Z")
 
 Body = Sequence[tuple[int, str]]
@@ -59,7 +61,13 @@ def check_status(d: Declaration, body: Body) -> list[Finding]:
     try:
         status = decl.Status.from_parts(d.header, body, d.line)
     except IlangError as err:
-        return [_as_warning(err, "::STATUS is not in the v4 canonical form")]
+        # Fail closed: a status the typed reader cannot read (a repeated or upper-case
+        # `state` key, a broken quote) is one whose writer authority cannot be checked,
+        # and such a spelling is exactly how a forbidden claim would hide.
+        message = (
+            f"::STATUS cannot be read, so its writer authority cannot be checked: {err.message}"
+        )
+        return [Finding(err.code, message, err.line, err.col)]
     return decl.status_findings(status, d.line)
 
 
@@ -73,6 +81,16 @@ def check_rubric(d: Declaration, body: Body) -> list[Finding]:
 
 def check_judge(d: Declaration, body: Body) -> list[Finding]:
     # The JUDGE serialization is frozen (v5 Part II §4): any departure is an error.
+    if d.body and d.body[0].line == d.line:
+        # Part III lets one body token trail a header; the frozen form does not.
+        return [
+            Finding(
+                "E303",
+                "text after the ::JUDGE header: V, M and R each take their own line",
+                d.line,
+                1,
+            )
+        ]
     try:
         judge = Judge.from_body(d.header, body_pairs(d, everything=True))
     except IlangError as err:

@@ -113,6 +113,24 @@ def _outcome(
     )
 
 
+def _backed(outcome: CriterionOutcome, evidence: EvidenceMap) -> CriterionOutcome:
+    """Step 2's own check (spec §7 AUDT: "verify each evidence exists and result=pass"): a
+    pass stands only on a deciding evidence item of result pass for that deliverable.
+    The tool checks and the model judge never produce one without the other; should they
+    ever, the deliverable is unknown, never passed on no evidence."""
+    if outcome.result != "pass":
+        return outcome
+    if any(item.result == "pass" for item in evidence.deciding(outcome.id)):
+        return outcome
+    return outcome.model_copy(
+        update={
+            "result": "unknown",
+            "cause": "no_evidence",
+            "detail": "no deciding ::EVIDENCE item of result pass backs this pass",
+        }
+    )
+
+
 def audit(
     rubric: GradingRubric,
     checks: Sequence[ToolCheck],
@@ -128,7 +146,10 @@ def audit(
     ran = [c for c in checks if c.exit_code is not None]
     asked = [v for v in verdicts if v.attempts > 0]
     evidence = build_map([d.id for d in deliverables], ran, asked, claims)
-    outcomes = tuple(_outcome(c, by_check.get(c.id), by_verdict.get(c.id)) for c in rubric.criteria)
+    outcomes = tuple(
+        _backed(_outcome(c, by_check.get(c.id), by_verdict.get(c.id)), evidence)
+        for c in rubric.criteria
+    )
     decision = decide(outcomes, rubric.threshold)
     uncovered = tuple(d.id for d in deliverables if not evidence.deciding(d.id))
     steps = (

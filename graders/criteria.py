@@ -35,7 +35,8 @@ UnknownCause = Literal[
     "grader_invalid",  # the grader model's answer was invalid, twice
     "grader_error",  # the grader model could not be called (or ended)
     "grader_unsure",  # the grader model looked and found the evidence insufficient
-    "check_error",  # the tool check could not be started
+    "check_error",  # the tool check could not be started (or had no command)
+    "no_evidence",  # a pass without a deciding ::EVIDENCE item of result pass (audit step 2)
 ]
 
 #: Unknown causes the agent can do something about (more work, more evidence). The others

@@ -26,7 +26,15 @@ Each result is validated on its own, so one bad entry does not void the others:
 
 Criteria whose entry is missing or invalid are asked again once, with the problems
 named; still invalid after that, they are unknown (`grader_invalid`). A model that says
-`unknown` is taken at its word (`grader_unsure`): it looked and could not tell.
+`unknown` is taken at its word (`grader_unsure`): it looked and could not tell. A session
+that fails in any other way (whatever it raises) leaves its criteria unknown
+(`grader_error`): a hostile or broken grader never ends a run and never verifies.
+
+The problems are the harness's own words: they name criteria by the ids the harness asked
+about and evidence items by their position, and never quote the answer. The correction
+travels to the grader as runtime text, and text the grader copied out of a workspace file
+(an injection aimed at it) must reach it only inside ::UNTRUSTED blocks, never promoted
+into a runtime line by being echoed back.
 """
 
 from __future__ import annotations
@@ -34,15 +42,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from graders.criteria import Result, UnknownCause
 
 ATTEMPTS = 2  # the first answer and one retry
 MAX_RATIONALE_CHARS = 4000
 MAX_EVIDENCE_ITEMS = 20
+
+log = structlog.get_logger("ilh.grader")
 
 EvidenceKind = Literal["file", "tool_check", "claim"]
 DECIDING_KINDS: frozenset[str] = frozenset({"file", "tool_check"})
@@ -85,7 +96,17 @@ class ModelVerdict(BaseModel):
     rationale: str
     evidence: tuple[EvidenceRef, ...] = ()
     cause: UnknownCause | None = None
-    attempts: int = 0
+    attempts: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if (self.result == "unknown") != (self.cause is not None):
+            raise ValueError("an unknown result carries its cause, and only an unknown one")
+        if self.result != "unknown" and self.attempts == 0:
+            raise ValueError("only an answer the grader model gave can pass or fail")
+        if self.result == "pass" and not any(e.kind in DECIDING_KINDS for e in self.evidence):
+            raise ValueError("a pass rests on a file or tool check, never on claims alone")
+        return self
 
 
 class AnswerContext(BaseModel):
@@ -158,21 +179,42 @@ def _json_candidate(text: str) -> Any:
 
 
 def _entry_problem(entry: JudgedCriterion, ctx: AnswerContext) -> str | None:
-    for item in entry.evidence:
+    # Items are named by position, never quoted (see the module docstring).
+    for number, item in enumerate(entry.evidence, start=1):
         if item.kind == "file" and not ctx.inspected(_normal_path(item.ref)):
             return (
-                f"cites file {item.ref!r}, which you did not inspect in this session "
-                "(read it with read_file or find it with grep first)"
+                f"evidence item {number} cites a file you did not inspect in this session "
+                "(read it with read_file or find it with grep first, and cite its path "
+                "in the workspace)"
             )
         if item.kind == "tool_check" and item.ref not in ctx.tool_checks:
             known = ", ".join(sorted(ctx.tool_checks)) or "none ran"
-            return f"cites tool check {item.ref!r}, which did not run (tool checks: {known})"
+            return (
+                f"evidence item {number} cites a tool check that did not run "
+                f"(tool checks that ran: {known})"
+            )
     if entry.result == "pass" and not any(i.kind in DECIDING_KINDS for i in entry.evidence):
         return (
             "a pass must cite at least one file or tool_check it relied on; the agent's "
             "own claims decide nothing"
         )
     return None
+
+
+_ENTRY_FIELDS = frozenset(JudgedCriterion.model_fields) | frozenset(EvidenceRef.model_fields)
+
+
+def _validation_problem(exc: ValidationError) -> str:
+    """The first error, in the harness's words: the location keeps positions and the
+    answer format's own field names, an unexpected key is not repeated, and pydantic's
+    message (which never holds the input) says what was wrong."""
+    first = exc.errors()[0]
+    if first["type"] == "extra_forbidden":
+        return "a key the answer format does not have"
+    where = ".".join(
+        str(p) if isinstance(p, int) or p in _ENTRY_FIELDS else "?" for p in first["loc"]
+    )
+    return f"{where or 'entry'}: {first['msg']}"
 
 
 def _normal_path(ref: str) -> str:
@@ -212,9 +254,7 @@ def read_answer(text: str, pending: Sequence[str], ctx: AnswerContext) -> Answer
         try:
             entry = JudgedCriterion.model_validate(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "entry"
-            problems[cid] = f"invalid entry ({where}: {first['msg']})"
+            problems[cid] = f"invalid entry ({_validation_problem(exc)})"
             continue
         problem = _entry_problem(entry, ctx)
         if problem is not None:
@@ -253,13 +293,19 @@ async def judge(
             reading = read_answer(await session.ask(pending, correction), pending, ctx)
         except NoAnswer as none:
             reading = AnswerReading(valid={}, problems={cid: str(none) for cid in pending})
-        except JudgeUnavailable as stop:
+        except Exception as exc:
+            if isinstance(exc, JudgeUnavailable):
+                cause, why = exc.cause, exc.why
+            else:
+                # Fail closed: whatever broke the session, its criteria stay unknown.
+                log.warning("grader.session_failed", error=type(exc).__name__)
+                cause, why = "grader_error", f"the grader session failed: {type(exc).__name__}"
             for cid in pending:
                 verdicts[cid] = ModelVerdict(
                     criterion=cid,
                     result="unknown",
-                    rationale=stop.why,
-                    cause=stop.cause,
+                    rationale=why,
+                    cause=cause,
                     attempts=attempt - 1,
                 )
             return verdicts

@@ -8,10 +8,16 @@ The command runner is injected (the harness passes its scrubbed, time-limited
 Results:
 
 * exit 0 within the time limit → pass;
-* any other exit, or a time-out → fail (a hanging check is the work's problem, and the
-  agent can act on it);
-* the command could not be started (the runner raised), or no audit time is left to run
-  it → unknown: nothing was checked, so nothing can be claimed either way.
+* any other exit (a missing program too: the shell's 127), or a time-out with the full
+  `DEFAULT_CHECK_TIMEOUT_S` → fail (a hanging check is the work's problem, and the agent
+  can act on it);
+* a time-out when the time budget had cut the check's timeout below
+  `DEFAULT_CHECK_TIMEOUT_S` → unknown (`audit_budget`): the budget, not the work, ended
+  the check, and budget pressure never decides a result (spec §2, §7
+  `budget_pressure_completion⇒forbidden`);
+* the command is blank (the shell would exit 0 having checked nothing), could not be
+  started (the runner raised, whatever it raised), or no audit time is left to run it →
+  unknown: nothing was checked, so nothing can be claimed either way.
 
 The output is kept as evidence: all of it (as capped by the runner) in the report, its
 tail (where test runners print their verdict) in the criterion's `evidence` field.
@@ -20,9 +26,9 @@ tail (where test runners print their verdict) in the criterion's `evidence` fiel
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from graders.criteria import GradingCriterion, Result, UnknownCause
 
@@ -70,6 +76,15 @@ class ToolCheck(BaseModel):
     truncated: bool = False
     cause: UnknownCause | None = None
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        # A pass is only ever what a finished command reported: exit 0, in time.
+        if self.result == "pass" and (self.exit_code != 0 or self.timed_out):
+            raise ValueError("a tool check passes only on exit 0 within its time limit")
+        if (self.result == "unknown") != (self.cause is not None):
+            raise ValueError("an unknown result carries its cause, and only an unknown one")
+        return self
+
     @property
     def evidence_tail(self) -> str:
         if not self.output:
@@ -84,6 +99,14 @@ def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) 
     command = criterion.run
     if command is None:
         raise ValueError(f"criterion {criterion.id} has no tool check")
+    if not command.strip():
+        return ToolCheck(
+            criterion=criterion.id,
+            command=command,
+            result="unknown",
+            cause="check_error",
+            detail="not run: the check's command is blank (it would check nothing)",
+        )
     room = time_room()
     if room is not None and room <= 0:
         return ToolCheck(
@@ -93,19 +116,28 @@ def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) 
             cause="audit_budget",
             detail="not run: no audit time is left in the time budget",
         )
-    timeout = DEFAULT_CHECK_TIMEOUT_S if room is None else min(DEFAULT_CHECK_TIMEOUT_S, room)
+    clamped = room is not None and room < DEFAULT_CHECK_TIMEOUT_S
+    timeout = min(DEFAULT_CHECK_TIMEOUT_S, room) if room is not None else DEFAULT_CHECK_TIMEOUT_S
     try:
         done = runner(command, timeout)
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # whatever the runner raised, nothing was checked
         return ToolCheck(
             criterion=criterion.id,
             command=command,
             result="unknown",
             cause="check_error",
-            detail=f"the check could not be started: {exc}",
+            detail=f"the check could not be started: {type(exc).__name__}: {exc}",
         )
-    if done.timed_out:
-        result: Result = "fail"
+    cause: UnknownCause | None = None
+    if done.timed_out and clamped:
+        result: Result = "unknown"
+        cause = "audit_budget"
+        detail = (
+            f"timed out after {timeout:g}s, all the time the audit budget had left "
+            f"(a check may take {DEFAULT_CHECK_TIMEOUT_S:g}s): the budget ended it, not the work"
+        )
+    elif done.timed_out:
+        result = "fail"
         detail = f"timed out after {timeout:g}s (a check must finish to pass)"
     elif done.exit_code == 0:
         result, detail = "pass", f"exit 0 in {done.duration_s:g}s"
@@ -121,6 +153,7 @@ def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) 
         timed_out=done.timed_out,
         duration_s=done.duration_s,
         truncated=done.truncated,
+        cause=cause,
     )
 
 

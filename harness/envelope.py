@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from envelopes.isolation import wrap_untrusted
 from harness.model import Message, Role
 from harness.provenance import Provenance
-from harness.tools import ToolCall, ToolResult
+from harness.tools import TOOL_NAMES, ToolCall, ToolResult
 
 # What the agent is told. It shows only the agent's own proposal form: an example of a
 # runtime- or grader-authority ::STATUS here could be mistaken for the task's status.
@@ -76,7 +76,11 @@ def untrusted(text: str, *, source: str, role: str) -> Segment:
 
 def tool_result_segment(result: ToolResult) -> Segment:
     status = "ok" if result.ok else "error"
-    wrapped = wrap_untrusted(result.output, source="tool", role=f"{result.name}_{status}")
+    # The name is whatever the model called: one that is not a tool (any text at all:
+    # control characters, `|`, braces) would make the block's header unrenderable and end
+    # the run with an exception. The refusal inside the block says what was called.
+    name = result.name if result.name in TOOL_NAMES else "unknown_tool"
+    wrapped = wrap_untrusted(result.output, source="tool", role=f"{name}_{status}")
     return Segment(provenance=Provenance.TOOL, text=wrapped, tool_call_id=result.id)
 
 

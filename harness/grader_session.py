@@ -13,7 +13,6 @@ become unknown.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import structlog
@@ -37,7 +36,6 @@ READ_ONLY_TOOL_TIMEOUT_S = 10.0  # read-only tools run no commands; a formality 
 
 log = structlog.get_logger("ilh.grader")
 
-_GREP_HIT = re.compile(r"^(.+?):\d+:", re.MULTILINE)
 
 
 class GraderSession:
@@ -113,6 +111,13 @@ class GraderSession:
                     self.tokens += GraderTokens(
                         input=failure.usage.input_tokens, output=failure.usage.output_tokens
                     )
+                if failure.kind == "timeout" and timeout < DEFAULT_GRADER_TIMEOUT_S:
+                    # The time budget, not the grader, cut this call short.
+                    raise JudgeUnavailable(
+                        "audit_budget",
+                        f"the grader model call timed out after {timeout:g}s, all the time "
+                        "the audit budget had left",
+                    ) from None
                 raise JudgeUnavailable(
                     "grader_error", f"the grader model call failed: {failure}"
                 ) from None
@@ -147,16 +152,21 @@ class GraderSession:
                 result = dispatch(
                     self.workspace, call, timeout_s=READ_ONLY_TOOL_TIMEOUT_S, read_only=True
                 )
-                self._note_inspected(result)
+                self.inspected |= files_seen(result)
                 self.history.append(tool_result_segment(result))
         raise NoAnswer(f"no answer after {MAX_TURNS} grader calls (it kept calling tools)")
 
-    def _note_inspected(self, result: ToolResult) -> None:
-        """Files whose content the grader has seen: read with read_file, or matched by
-        grep (list_files shows names, not content)."""
-        if not result.ok:
-            return
-        if result.name == "read_file" and isinstance(result.meta.get("path"), str):
-            self.inspected.add(result.meta["path"])
-        elif result.name == "grep":
-            self.inspected.update(_GREP_HIT.findall(result.output))
+
+def files_seen(result: ToolResult) -> set[str]:
+    """Files whose content a tool result showed: read with read_file, or matched by grep
+    (list_files shows names, not content). Grep's come from the tool's own list, never
+    parsed out of its output: a file name may hold a newline and `name:n:` text, which
+    would forge a file as inspected."""
+    if not result.ok:
+        return set()
+    path = result.meta.get("path")
+    if result.name == "read_file" and isinstance(path, str):
+        return {path}
+    if result.name == "grep":
+        return {f for f in result.meta.get("matched_files", []) if isinstance(f, str)}
+    return set()

@@ -68,6 +68,14 @@ class Criterion(Strict):
     check: SingleLine
     run: str | None = Field(default=None, min_length=1)
 
+    @field_validator("run")
+    @classmethod
+    def _run_tests_something(cls, run: str | None) -> str | None:
+        # A blank command exits 0: it would pass a check that tests nothing.
+        if run is not None and not run.strip():
+            raise ValueError("a check command may not be blank")
+        return run
+
 
 class RubricSection(Strict):
     threshold: float = Field(ge=0, le=1)

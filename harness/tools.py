@@ -221,6 +221,7 @@ TOOL_SPECS: tuple[ToolSpec, ...] = tuple(
     ToolSpec(name=name, description=_DESCRIPTIONS[name], parameters=_parameters_schema(model))
     for name, model in _ARGS_MODELS.items()
 )
+TOOL_NAMES: frozenset[str] = frozenset(_ARGS_MODELS)
 
 
 def tool_specs(*, read_only: bool = False) -> list[ToolSpec]:
@@ -402,6 +403,7 @@ def grep(workspace: Workspace, pattern: str, path: str = ".") -> tuple[str, dict
     )
 
     matches: list[str] = []
+    matched_files: list[str] = []  # exact names: `rel:n:` in the output is ambiguous
     scanned = skipped = 0
     truncated = False
     for file in files:
@@ -424,8 +426,11 @@ def grep(workspace: Workspace, pattern: str, path: str = ".") -> tuple[str, dict
                     line if len(line) <= MAX_GREP_LINE_CHARS else (line[:MAX_GREP_LINE_CHARS] + "…")
                 )
                 matches.append(f"{rel}:{number}:{shown}")
+                if not matched_files or matched_files[-1] != rel:
+                    matched_files.append(rel)
     meta = {
         "matches": len(matches),
+        "matched_files": matched_files,
         "files_scanned": scanned,
         "files_skipped": skipped,
         "truncated": truncated,

@@ -58,12 +58,15 @@ class Provider:
         attempts: list[ModelAttempt] | None = None,
         policy: RetryPolicy | None = None,
         base_url: str | None = None,
+        max_response_bytes: int | None = None,
     ) -> SdkClient:
         extra: dict[str, Any] = {}
         if time is not None:
             extra.update(sleep=time.sleep, clock=time.clock)
         if policy is not None:
             extra["retry"] = policy
+        if max_response_bytes is not None:
+            extra["max_response_bytes"] = max_response_bytes
         return self.client_cls(
             "test-model",
             api_key=self.key,

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
+from harness.clients.retry import RetryPolicy
 from harness.events import EventKind
 from harness.model import ModelClient
 from harness.run_result import RunResult
@@ -186,3 +188,55 @@ def test_usage_reported_with_an_unusable_reply_is_charged(
         result = run(task, store, provider.client(Script([ok(body)]), time=FakeTime()))
     (tokens,) = [r for r in result.budgets if r["kind"] == "tokens"]
     assert tokens["used"] == 1570
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_retry_waits_are_spent_from_the_time_budget(provider: Provider, tmp_path: Path) -> None:
+    """Real clock: the wait a 429 asks for is honoured, and it is time the run spent."""
+    task = make_task(tmp_path, '[budget.time]\nlimit = "30s"\n[budget.rounds]\nlimit = 1\n')
+    script = Script(
+        [
+            status(429, provider.error_body("slow"), {"retry-after-ms": "400"}),
+            ok(working(provider, 100, 10)),
+        ]
+    )
+    policy = RetryPolicy(initial_backoff_s=0.01, jitter_s=0, min_attempt_s=0.1)
+    with RunStore(tmp_path / "runs.db") as store:
+        result = run(task, store, provider.client(script, policy=policy))
+    assert len(script.requests) == 2
+    (spent,) = [r for r in result.budgets if r["kind"] == "time"]
+    assert spent["used"] >= 0.4
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_a_retry_after_past_the_time_budget_is_not_waited_for(
+    provider: Provider, tmp_path: Path
+) -> None:
+    task = make_task(tmp_path, '[budget.time]\nlimit = "5s"\n[budget.rounds]\nlimit = 3\n')
+    script = Script([status(429, provider.error_body("come back later"), {"retry-after": "60"})])
+    began = time.monotonic()
+    with RunStore(tmp_path / "runs.db") as store:
+        result = run(task, store, provider.client(script))
+        attempts = store.events(result.run_id, EventKind.MODEL_ATTEMPT)
+    assert time.monotonic() - began < 4, "the 60 s wait was not slept"
+    assert len(script.requests) == 1
+    assert [(a.payload["outcome"], a.payload["retry_after_s"]) for a in attempts] == [
+        ("failed", 60)
+    ]
+    assert result.final is not None and result.final.reason == "model_error"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_usage_missing_from_a_reply_is_charged_as_the_flagged_estimate(
+    provider: Provider, tmp_path: Path
+) -> None:
+    task = make_task(tmp_path, "[budget.tokens]\nlimit = 20000\n[budget.rounds]\nlimit = 1\n")
+    body = provider.reply("Looking.", [("list_files", {})], usage=False)
+    with RunStore(tmp_path / "runs.db") as store:
+        result = run(task, store, provider.client(Script([ok(body)]), time=FakeTime()))
+        (call,) = store.events(result.run_id, EventKind.MODEL_CALL)
+    usage = call.payload["usage"]
+    assert usage["estimated"] is True
+    assert usage["input_tokens"] == call.payload["input_estimate"]
+    (tokens,) = [r for r in result.budgets if r["kind"] == "tokens"]
+    assert tokens["used"] == usage["input_tokens"] + usage["output_tokens"]

@@ -6,6 +6,7 @@ with a ModelCallError and never with anything else."""
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import time
 from typing import Any
@@ -189,6 +190,34 @@ def test_retry_after_ms_and_http_dates_are_honoured(provider: Provider) -> None:
     run(provider.client(script, time=clock).complete(request()))
     assert clock.slept[0] >= 4.5
 
+    clock = FakeTime()
+    when = email.utils.formatdate(time.time() + 40, usegmt=True)
+    script = Script(
+        [status(429, provider.error_body("later"), {"retry-after": when}), ok(provider.reply("ok"))]
+    )
+    run(provider.client(script, time=clock).complete(request(timeout_s=300)))
+    assert len(script.requests) == 2
+    assert 35 <= clock.slept[0] <= 42  # the date, read against the wall clock (no jitter added)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_a_retry_after_beyond_the_policy_cap_ends_the_call(provider: Provider) -> None:
+    clock, attempts = FakeTime(), []
+    script = Script([status(429, provider.error_body("tomorrow"), {"retry-after": "86400"})])
+    client = provider.client(script, time=clock, attempts=attempts)
+    with pytest.raises(ModelCallError) as caught:
+        run(client.complete(request(timeout_s=100_000)))
+    assert caught.value.kind == "rate_limited"
+    assert len(script.requests) == 1 and clock.slept == []
+    assert [(a.outcome, a.retry_after_s) for a in attempts] == [("failed", 86400)]
+
+
+def test_anthropic_overloaded_529_is_retried() -> None:
+    clock = FakeTime()
+    script = Script([status(529, ANTHROPIC.error_body("Overloaded")), ok(ANTHROPIC.reply("ok"))])
+    assert run(ANTHROPIC.client(script, time=clock).complete(request())).text == "ok"
+    assert len(script.requests) == 2
+
 
 @pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
 def test_500_then_success(provider: Provider) -> None:
@@ -323,7 +352,6 @@ def test_a_truncated_body_is_a_model_error_not_a_crash(provider: Provider) -> No
         lambda b: [b],
         lambda b: {**b, "choices": [], "content": "not a list"},
         lambda b: {**b, "choices": [{"message": 3}], "content": [{"no_type": 1}]},
-        lambda b: {**b, "usage": {"input_tokens": -1, "prompt_tokens": -1}},
         lambda b: {"error": {"message": "upstream failed"}},
     ],
 )

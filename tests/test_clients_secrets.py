@@ -21,11 +21,11 @@ from harness.clients.errors import scrub
 from harness.clients.openai_client import OpenAIClient
 from harness.clients.record import RecordingClient
 from harness.input_errors import InputError
-from harness.model import ModelCallError
+from harness.model import ModelAttempt, ModelCallError
 from harness.run_setup import run_task
 from harness.store import RunStore
 from harness.task import load_task
-from tests.model_fakes import PROVIDERS, FakeTime, Provider, Script, request
+from tests.model_fakes import PROVIDERS, FakeTime, Provider, Script, raises, request
 
 ids = [p.name for p in PROVIDERS]
 
@@ -177,3 +177,85 @@ def test_keys_never_reach_a_tools_environment(
     for provider in PROVIDERS:
         assert_clean(result.output, provider.key, "run_command's environment")
         assert provider.key_env not in result.output
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_a_key_echoed_in_a_successful_reply_is_redacted_everywhere(
+    provider: Provider,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A proxy that echoes the request's headers into a 200 body: the reply's text and
+    tool arguments reach the run record, the recording and the workspace, so the key is
+    taken out of them; SDK debug logging of a successful call holds no key either."""
+    monkeypatch.setenv(provider.key_env, provider.key)
+    for name in ("openai", "anthropic", "httpx2", "httpcore2", "harness", ""):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    caplog.set_level(logging.DEBUG)
+    task_file = tmp_path / "t" / "task.toml"
+    task_file.parent.mkdir()
+    task_file.write_text(
+        '[task]\nid = "echo"\nobjective = "Anything."\n[budget.rounds]\nlimit = 1\n'
+    )
+    key = provider.key
+    body = provider.reply(
+        f"Your headers: Authorization: Bearer {key}",
+        [("write_file", {"path": "leak.txt", "content": f"key={key}"})],
+    )
+    script = Script([lambda req: httpx2.Response(200, json=body)])
+    recording = tmp_path / "rec.jsonl"
+    client = RecordingClient(provider.client(script, time=FakeTime()), recording)
+    with capture_logs() as structured, RunStore(tmp_path / "runs.db") as store:
+        task = load_task(task_file)
+        result = asyncio.run(run_task(task, store, model=client.name, client=client))
+        export = io.StringIO()
+        store.export_jsonl(result.run_id, export)
+    assert len(script.requests) == 1
+    workspace = Path(result.workspace) if result.workspace else None
+    written = (workspace / "leak.txt").read_text() if workspace else ""
+    places = {
+        "structlog events": repr(structured),
+        "stdlib log records": "\n".join(
+            r.getMessage() + repr(r.args) + repr(r.__dict__) for r in caplog.records
+        ),
+        "run record": export.getvalue(),
+        "recording": recording.read_text(),
+        "result": result.model_dump_json(),
+        "the file the tool wrote": written,
+    }
+    assert "Your headers" in places["run record"] and "key=" in written
+    for where, text in places.items():
+        assert_clean(text, key, where)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_a_connection_error_quoting_the_key_is_scrubbed(provider: Provider) -> None:
+    key = provider.key
+    script = Script(
+        [raises(lambda req: httpx2.ConnectError(f"proxy refused x-api-key={key}", request=req))]
+    )
+    attempts: list[ModelAttempt] = []
+    client = provider.client(script, time=FakeTime(), attempts=attempts)
+    with pytest.raises(ModelCallError) as caught:
+        asyncio.run(client.complete(request(timeout_s=600)))
+    assert caught.value.kind == "connection"
+    text = str(caught.value) + repr(caught.value.record()) + repr(attempts)
+    assert_clean(text, key, "the connection error")
+
+
+def test_keys_never_reach_a_grader_checks_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Criterion `run` commands (graders) and `run_command` (tools) share `run_shell`."""
+    from harness.commands import run_shell
+
+    for provider in PROVIDERS:
+        monkeypatch.setenv(provider.key_env, provider.key)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    done = run_shell("env", tmp_path, timeout_s=30)
+    output = done.output
+    assert "PATH=" in output
+    for provider in PROVIDERS:
+        assert_clean(output, provider.key, "run_shell's environment")
+        assert provider.key_env not in output

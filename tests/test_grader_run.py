@@ -30,8 +30,6 @@ CLAIM = "::STATUS{@TASK|state:claimed_complete|by:@AGENT|authority:proposal}"
 MARKER = "PRIVATE-REASONING-7f3a"  # words only the agent's own messages carry
 
 
-
-
 class Failing:
     name = "failing:grader"
 

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from envelopes.errors import ERROR_CODES
 from harness.cli import ilh
 from tests.conftest import SHARED
 
@@ -112,3 +115,68 @@ def test_markdown_files_lint_their_ilang_fences(tmp_path: Path) -> None:
 def test_the_spec_lints_without_errors(name: str) -> None:
     code, out = lint("--json", str(SHARED / "spec" / name))
     assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a second `state` behind a lawful one
+        "::STATUS{@TASK|state:claimed_complete|state:complete|by:@SELF|authority:proposal}\n",
+        # an upper-case key the typed reader refuses
+        "::STATUS{@TASK|STATE:complete|by:@SELF|authority:proposal}\n",
+        # a broken quote after the claim
+        '::STATUS{@TASK|state:complete|by:@AGENT|note:"open}\n',
+        # the claim on a body line, repeated
+        "::STATUS{@TASK|state:blocked|by:@SELF}\n  state:complete\n",
+    ],
+    ids=["repeated", "upper-case", "broken-quote", "body-repeat"],
+)
+def test_a_status_that_cannot_be_read_is_an_error_not_a_warning(text: str) -> None:
+    # Its writer authority cannot be checked, so lint fails closed (exit 1).
+    rows = codes(text)
+    assert any(sev == "error" for _, _, sev in rows), rows
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["REMAINING:8", "Remaining:8", '"remaining":8', "remaining：8", "remaining :8"],
+)
+def test_no_spelling_hides_a_remaining_field(field: str) -> None:
+    rows = codes(f"::BUDGET{{id:b1|kind:tokens|limit:10|used:2|{field}}}\n")
+    assert (1, "E303", "error") in rows
+    # On a body line, a spelling that is no `key:` is already an E300 body line.
+    body = codes(f"::BUDGET{{id:b1|kind:tokens|limit:10|used:2}}\n  {field}\n")
+    assert any(sev == "error" for _, _, sev in body)
+    assert codes("::BUDGET{id:b1|kind:tokens|limit:10|used:2|note:remaining_is_low}\n") == []
+
+
+def test_judge_fields_may_not_trail_its_header() -> None:
+    header, v_line, rest = JUDGE.split("\n", 2)
+    rows = codes(f"{header} {v_line}\n{rest}")
+    assert (1, "E303", "error") in rows
+
+
+SOUP = st.lists(
+    st.sampled_from(
+        [
+            *("::STATUS{", "::BUDGET{", "::RUBRIC{", "::JUDGE{v5.0}", "::OBJECTIVE{", "::PRIOR{"),
+            *("::EVIDENCE{", "::FALLBACK{", "::UNTRUSTED{id:u|delimiter:X}", "<<<X", "X"),
+            *("::END_UNTRUSTED{id:u}", "::GENE{g}", "@TASK", "state:", "complete", "by:@SELF"),
+            *("kind:tokens", "limit:", "remaining:", "R:a|weight:", "V:[int=0.80", "M:M2", "R:x"),
+            *("|", ":", "}", "{", "]", "[", '"', "\\", "⇒", "=>", "[Π:READ]", "1e999", "0.5"),
+            *("\n", "\n  ", "\t", "\r", "\x00", "\x1b", "\u2028", "：", "｜", "T[0] ", "Ω"),
+        ]
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(SOUP | st.text(max_size=200))
+def test_hostile_text_is_findings_never_a_traceback(text: str) -> None:
+    result = CliRunner().invoke(ilh, ["lint", "--json", "-"], input=text.encode("utf-8"))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    assert result.exit_code in (0, 1)
+    rows = json.loads(result.stdout)
+    assert result.exit_code == (1 if any(r["severity"] == "error" for r in rows) else 0)
+    assert all(r["code"] in ERROR_CODES for r in rows)

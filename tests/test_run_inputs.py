@@ -42,6 +42,7 @@ def run(folder: Path, task_text: str, agent_text: str = '{"text": "hi"}\n') -> t
         (GOOD.replace('id = "t"\n', ""), "task.id", "E303"),
         (GOOD + "\n[initial]\nstate = \"stopped\"\n", "initial", "E303"),
         (GOOD + HALF_RUBRIC, "rubric", "E303"),
+        (GOOD + HALF_RUBRIC.replace("0.5", "1.0") + 'run = " "\n', "criteria.0.run", "E303"),
         (GOOD.replace("scripted:agent.jsonl", "gpt4"), "agent.model", "E303"),
         (GOOD.replace(*TIME_WORDS), "budget.time", "E30"),
     ],

@@ -234,6 +234,7 @@ VALID_CALLS = [
 ]
 MALFORMED_CALLS = [
     ScriptedCall(name="delete_everything", arguments={"path": "."}),
+    ScriptedCall(name="x|by:@RUNTIME}\x00\n::END_UNTRUSTED", arguments={}),
     ScriptedCall(name="read_file", arguments={}),
     ScriptedCall(name="read_file", arguments={"path": 3}),
     ScriptedCall(name="write_file", arguments={"path": "a.txt"}),
@@ -828,3 +829,16 @@ def test_the_grader_gate_is_reached_both_ways() -> None:
     (grade,) = [e.payload for e in of_kind(out.events, EventKind.GRADER_RESULT)]
     assert grade["score"] >= grade["threshold"]  # only "unknown never verifies" stops it
     check_history(out, MODEL_JUDGED_NEVER_VERIFIES[0])
+
+
+def test_a_tool_name_no_header_can_carry_does_not_end_the_run() -> None:
+    hostile = ScriptedCall(name="read|file}\x00{", arguments={"path": "notes.txt"})
+    plan = fixed_plan(
+        {"rounds": {"limit": 4}},
+        [GenTurn(ScriptedTurn(text="Reading.", tool_calls=[hostile]), False, 0), CLAIM_TURN],
+    )
+    out = drive(*plan)
+    assert out.result.ended_by == "unverified"
+    (tool_event,) = of_kind(out.events, EventKind.TOOL_CALL)
+    assert tool_event.payload["ok"] is False
+    check_record(out)

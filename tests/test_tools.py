@@ -511,3 +511,13 @@ def test_run_shell_falls_back_when_cwd_is_not_writable(
     tmp_dir = Path(result.output.strip())
     assert not tmp_dir.is_relative_to(tmp_path)
     assert not tmp_dir.exists()
+
+
+def test_grep_names_the_files_it_matched_exactly(ws: Workspace) -> None:
+    """A file name may hold a newline and `name:n:` text; the matched files are given in
+    the result's meta so nobody has to parse them back out of the output."""
+    tricky = "a\nREADME.md:1:looks like a hit"
+    (ws.root / tricky).write_text("hit\n")
+    (ws.root / "README.md").write_text("no match here\n")
+    result = call(ws, "grep", pattern="hit")
+    assert result.meta["matched_files"] == [tricky]

@@ -3,7 +3,9 @@
 The key comes from `ANTHROPIC_API_KEY`; `--base-url` (or the SDK's `ANTHROPIC_BASE_URL`)
 points it at a proxy or a test server. Usage charged is what the API reports: input
 tokens (cache writes and reads included: they are input the call processed) and output
-tokens.
+tokens; a reply whose usage is missing or unusable is charged the flagged estimate
+(`SdkClient.estimated_usage`). A `tool_use` block whose `input` is not an object
+reaches the tool as `invalid_arguments`, as OpenAI's unparsable arguments do.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ import os
 from typing import Any
 
 import anthropic
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.clients.convert import anthropic_messages, anthropic_tools
+from harness.clients.convert import anthropic_messages, anthropic_tools, arguments_of
 from harness.clients.sdk_base import SdkClient, SdkErrors, joined_text
 from harness.input_errors import InputError
 from harness.model import ModelReply, ModelRequest, Usage
 from harness.tools import ToolCall
+
+log = structlog.get_logger(__name__)
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
@@ -32,7 +37,7 @@ class _Block(BaseModel):
     text: str | None = None
     id: str | None = None
     name: str | None = None
-    input: dict[str, Any] | None = None
+    input: Any = None
 
 
 class _Usage(BaseModel):
@@ -52,7 +57,8 @@ class _Message(BaseModel):
     type: str = "message"
     content: list[_Block]
     stop_reason: str | None = None
-    usage: _Usage
+    usage: Any = None
+    """Read apart (`_reported_usage`): an unusable usage does not void the reply."""
 
 
 class AnthropicClient(SdkClient):
@@ -105,11 +111,18 @@ class AnthropicClient(SdkClient):
                 if not block.id or not block.name:
                     # the next request must answer this call by its id: unusable without
                     raise ValueError("a tool_use block without an id or a name")
-                calls.append(ToolCall(name=block.name, arguments=block.input or {}, id=block.id))
+                calls.append(
+                    ToolCall(name=block.name, arguments=arguments_of(block.input), id=block.id)
+                )
+        text = joined_text(texts)
+        usage = self._salvage_usage(data)
+        if usage is None:
+            log.warning("model.usage_unusable", model=self.name)
+            usage = self.estimated_usage(request, text, calls)
         return ModelReply(
-            text=joined_text(texts),
+            text=text,
             tool_calls=tuple(calls),
-            usage=message.usage.charged(),
+            usage=usage,
             stop_reason=message.stop_reason or "unknown",
         )
 

@@ -14,9 +14,60 @@ from typing import Any
 from harness.model import Message
 from harness.tools import ToolCall, ToolSpec
 
+MAX_INVALID_ARGUMENTS_CHARS = 2000
+MAX_ARGUMENTS_DEPTH = 32
+"""Tool arguments nested deeper than this are refused (kept as `invalid_arguments`): no
+tool takes more than a flat object, and the run record's JSON cannot hold values nested
+past a few hundred levels, so a hostile reply could otherwise end the run."""
+
 
 def call_arguments_json(call: ToolCall) -> str:
     return json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+
+
+def arguments_of(raw: object) -> dict[str, Any]:
+    """A provider's tool-call arguments as ours: a JSON object (OpenAI sends it as a JSON
+    string, Anthropic as an object), `{}` when absent. Anything else (text that is not
+    JSON, a list, a number) is kept, cut short, under `invalid_arguments`, for the tool
+    to refuse and the agent to see why: a bad call is the agent's mistake, not a reason
+    to throw the whole reply away."""
+    arguments: object = raw
+    if isinstance(raw, str):
+        try:
+            arguments = json.loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError):
+            return {"invalid_arguments": raw[:MAX_INVALID_ARGUMENTS_CHARS]}
+    if arguments is None:
+        return {}
+    if isinstance(arguments, dict) and nesting_depth(arguments) <= MAX_ARGUMENTS_DEPTH:
+        return {str(k): v for k, v in arguments.items()}
+    if isinstance(raw, str):
+        shown = raw
+    else:
+        try:
+            shown = json.dumps(raw, ensure_ascii=False, default=str)
+        except (ValueError, RecursionError):
+            shown = "(arguments nested too deep to show)"
+    return {"invalid_arguments": shown[:MAX_INVALID_ARGUMENTS_CHARS]}
+
+
+def nesting_depth(value: object) -> int:
+    """How deeply `value` nests lists and objects (iterative: no recursion limit)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: list[object] = list(item.values())
+        elif isinstance(item, list):
+            children = list(item)
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_ARGUMENTS_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 # ------------------------------------------------------------------------------ OpenAI

@@ -46,13 +46,32 @@ def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     return [v for k, v in env.items() if _SECRET_ENV.search(k) and len(v) >= _MIN_SECRET_CHARS]
 
 
+def known_secrets(secrets: Iterable[str] = ()) -> list[str]:
+    """The given secrets and those in the environment (long enough to be keys), longest
+    first."""
+    known = {s for s in (*secrets, *env_secrets()) if len(s) >= _MIN_SECRET_CHARS}
+    return sorted(known, key=len, reverse=True)
+
+
+def redact_known(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with the exact values of known credentials replaced, and nothing else.
+
+    For what a model *said* (a reply's text and tool-call arguments): a proxy or a
+    misconfigured server can echo a request's headers into a 200 body, and that body
+    goes to the run record. Unlike `scrub` it leaves key-shaped strings alone, since a
+    model may legitimately write `Bearer …` or `sk-…` in code it is asked to produce."""
+    out = text
+    for secret in known_secrets(secrets):
+        out = out.replace(secret, REDACTED)
+    return out
+
+
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` without credentials: the given secrets and those in the environment, any
     token that starts like one of them (masked echoes such as `sk-abcd****wxyz`), and
     anything shaped like a key or an authorization header."""
     out = text
-    known = {s for s in (*secrets, *env_secrets()) if len(s) >= _MIN_SECRET_CHARS}
-    for secret in sorted(known, key=len, reverse=True):
+    for secret in known_secrets(secrets):
         out = out.replace(secret, REDACTED)
         if len(secret) >= _PREFIX_MIN_SECRET_CHARS:
             prefix = re.escape(secret[:_PREFIX_CHARS])

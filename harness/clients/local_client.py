@@ -34,6 +34,7 @@ from typing import Any
 
 import structlog
 
+from harness.clients.convert import MAX_ARGUMENTS_DEPTH, nesting_depth
 from harness.clients.errors import AttemptFailed, short
 from harness.clients.estimate import wire_messages_tokens
 from harness.clients.retry import Clock, RetryPolicy, call_with_retries
@@ -202,7 +203,7 @@ def parse_tool_calls(text: str, prefix: str = "local") -> tuple[str, tuple[ToolC
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             return match.group(0)
         arguments = data.get("arguments", data.get("parameters", {}))
-        if not isinstance(arguments, dict):
+        if not isinstance(arguments, dict) or nesting_depth(arguments) > MAX_ARGUMENTS_DEPTH:
             return match.group(0)
         calls.append(ToolCall(name=data["name"], arguments=arguments, id=f"{prefix}_{len(calls)}"))
         return ""

@@ -7,23 +7,30 @@ a placeholder is sent.
 
 The output cap goes out as `max_completion_tokens` to OpenAI itself (its newer models
 refuse `max_tokens`) and as `max_tokens` to other servers (the field they all read).
+
+Usage is `prompt_tokens` and `completion_tokens` as reported. Some compatible servers
+report none, or an unusable one (negative, not a number): such a reply is charged the
+flagged estimate (`SdkClient.estimated_usage`). A tool call without a function name
+cannot be run or answered, so the reply is malformed; arguments that are not a JSON
+object reach the tool as `invalid_arguments`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import openai
+import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
-from budgets.estimate import estimate_text_tokens
-from harness.clients.convert import openai_messages, openai_tools
+from harness.clients.convert import arguments_of, openai_messages, openai_tools
 from harness.clients.sdk_base import SdkClient, SdkErrors
 from harness.input_errors import InputError
 from harness.model import ModelReply, ModelRequest, Usage
 from harness.tools import ToolCall
+
+log = structlog.get_logger(__name__)
 
 KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -34,7 +41,7 @@ TOOLS_OVERHEAD = 16
 
 class _Function(BaseModel):
     name: str
-    arguments: str | dict[str, Any] | None = None
+    arguments: Any = None
 
 
 class _ToolCall(BaseModel):
@@ -67,23 +74,17 @@ class _Completion(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     choices: list[_Choice] = Field(min_length=1)
-    usage: _Usage | None = None
+    usage: Any = None
+    """Read apart (`_salvage_usage`): an unusable usage does not void the reply."""
 
 
 def tool_call_of(call: _ToolCall, index: int) -> ToolCall:
     """A provider tool call as ours. Arguments that are not a JSON object are kept,
     under `invalid_arguments`, for the tool to refuse and the agent to see why."""
-    raw = call.function.arguments
-    arguments: Any = raw
-    if isinstance(raw, str):
-        try:
-            arguments = json.loads(raw) if raw.strip() else {}
-        except (ValueError, RecursionError):
-            arguments = {"invalid_arguments": raw[:2000]}
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        arguments = {"invalid_arguments": str(raw)[:2000]}
+    if not call.function.name.strip():
+        # nothing to run, and the next request could not name the call it answers
+        raise ValueError("a tool call without a function name")
+    arguments = arguments_of(call.function.arguments)
     return ToolCall(name=call.function.name, arguments=arguments, id=call.id or f"call_{index}")
 
 
@@ -141,24 +142,16 @@ class OpenAIClient(SdkClient):
         if not text and message.refusal:
             text = message.refusal
         calls = tuple(tool_call_of(c, i) for i, c in enumerate(message.tool_calls or ()))
+        usage = self._salvage_usage(data)
+        if usage is None:
+            if completion.usage is not None:
+                log.warning("model.usage_unusable", model=self.name)
+            usage = self.estimated_usage(request, text, calls)
         return ModelReply(
             text=text,
             tool_calls=calls,
-            usage=self._usage(completion.usage, request, text, calls),
+            usage=usage,
             stop_reason=choice.finish_reason or "unknown",
-        )
-
-    def _usage(
-        self, usage: _Usage | None, request: ModelRequest, text: str, calls: tuple[ToolCall, ...]
-    ) -> Usage:
-        if usage is not None:
-            return Usage(input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens)
-        # Some compatible servers report no usage: charge the (high) estimate, flagged.
-        spoken = text + "".join(c.name + str(c.arguments) for c in calls)
-        return Usage(
-            input_tokens=self.estimate_input(request.messages, request.tools),
-            output_tokens=min(request.max_output_tokens, estimate_text_tokens(spoken)),
-            estimated=True,
         )
 
     def _salvage_usage(self, data: dict[str, Any]) -> Usage | None:

@@ -2,8 +2,14 @@
 SDK, the SDKs' own retries off (tenacity's retry loop owns them, so every attempt is
 seen and counted against the deadline), SDK errors mapped to `AttemptFailed`, response
 bodies validated by our own pydantic models (a malformed or truncated body is an error
-the run survives, never an exception from deep inside an SDK), and credentials kept out
-of every message.
+the run survives, never an exception from deep inside an SDK), bodies larger than
+`MAX_RESPONSE_BYTES` refused while they are read (a runaway server cannot exhaust the
+memory of the run), and credentials kept out of every message and every reply.
+
+Usage is what the provider reports. A reply whose usage is missing or unusable
+(negative, not a number) is still a reply: it is charged the estimate instead, flagged
+`estimated` — the input estimate the clamp uses and the output text at
+`budgets.estimate`'s rate, never more than the output cap the call asked for.
 
 The HTTP client is `httpx2`, httpx's successor by the same author: the current official
 SDKs are built on it (the Anthropic SDK refuses an `httpx` client outright), and its API
@@ -15,24 +21,67 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx2
 import structlog
 from pydantic import ValidationError
 
-from harness.clients.errors import AttemptFailed, kind_for_status, retry_after, scrub, short
+from budgets.estimate import estimate_text_tokens
+from harness.clients.convert import call_arguments_json
+from harness.clients.errors import (
+    AttemptFailed,
+    kind_for_status,
+    known_secrets,
+    redact_known,
+    retry_after,
+    scrub,
+    short,
+)
 from harness.clients.estimate import estimate_input
 from harness.clients.retry import DEFAULT_POLICY, Clock, RetryPolicy, Sleep, call_with_retries
 from harness.model import AttemptListener, Message, ModelReply, ModelRequest, Usage
-from harness.tools import ToolSpec
+from harness.tools import ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
 
 # httpx2's own per-operation timeout; the real bound is the per-attempt deadline set by
 # the retry loop (asyncio.timeout) and passed to the SDK with each request.
 HTTP_TIMEOUT = httpx2.Timeout(600.0, connect=30.0)
+
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+"""The largest response body read (as it arrives on the wire). A reply within any
+output cap a model accepts is far smaller (128k tokens of JSON-escaped text is about
+2 MB); a larger body is a broken or hostile server, refused as `malformed` before it is
+all in memory. Error bodies (4xx, 5xx) are capped alike."""
+
+
+class ResponseTooLarge(Exception):
+    """A response body went past `max_response_bytes` while it was read."""
+
+    def __init__(self, limit: int, declared: int | None = None) -> None:
+        what = f"declares {declared} bytes" if declared is not None else "is larger"
+        super().__init__(f"the response body {what}; at most {limit} are read")
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """A response stream that stops with `ResponseTooLarge` once `limit` bytes passed."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int) -> None:
+        self._inner = inner
+        self._limit = limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise ResponseTooLarge(self._limit)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class SdkErrors:
@@ -63,6 +112,7 @@ class SdkClient:
         on_attempt: AttemptListener | None = None,
         sleep: Sleep = asyncio.sleep,
         clock: Clock = time.monotonic,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         self.model = model
         self.base_url = base_url
@@ -72,8 +122,12 @@ class SdkClient:
         self._clock = clock
         # Kept only to scrub it from messages; never logged or recorded.
         self._secrets = (api_key,)
+        self.max_response_bytes = max_response_bytes
         self._http = httpx2.AsyncClient(
-            transport=transport, timeout=HTTP_TIMEOUT, follow_redirects=True
+            transport=transport,
+            timeout=HTTP_TIMEOUT,
+            follow_redirects=True,
+            event_hooks={"response": [self._cap_body]},
         )
 
     @property
@@ -85,6 +139,16 @@ class SdkClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+    async def _cap_body(self, response: httpx2.Response) -> None:
+        """Response hook (before the body is read): refuse a body that declares more
+        than the cap, and cut off one that turns out larger while it streams in."""
+        limit = self.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ResponseTooLarge(limit, int(declared))
+        if isinstance(response.stream, httpx2.AsyncByteStream):
+            response.stream = _CappedStream(response.stream, limit)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         began = self._clock()
@@ -119,16 +183,42 @@ class SdkClient:
         if not isinstance(data, dict):
             raise AttemptFailed("malformed", "the response body is not a JSON object")
         try:
-            return self._parse(data, request)
-        except (ValidationError, ValueError, TypeError, KeyError) as exc:
+            return self._redacted(self._parse(data, request))
+        except (ValidationError, ValueError, TypeError, KeyError, RecursionError) as exc:
             raise AttemptFailed(
                 "malformed",
                 f"the response is not a usable reply: {self._explain(exc)}",
                 usage=self._salvage_usage(data),
             ) from None
 
+    def _redacted(self, reply: ModelReply) -> ModelReply:
+        """`reply` without the values of known credentials (see `redact_known`)."""
+        secrets = known_secrets(self._secrets)
+        said = reply.text + "".join(call_arguments_json(c) for c in reply.tool_calls)
+        if not any(s in said for s in secrets):
+            return reply
+        calls = tuple(
+            call.model_copy(update={"arguments": _redact_value(call.arguments, secrets)})
+            for call in reply.tool_calls
+        )
+        return reply.model_copy(
+            update={"text": redact_known(reply.text, secrets), "tool_calls": calls}
+        )
+
+    def estimated_usage(self, request: ModelRequest, text: str, calls: Sequence[ToolCall]) -> Usage:
+        """What a reply without usable usage is charged (flagged `estimated`)."""
+        spoken = text + "".join(c.name + call_arguments_json(c) for c in calls)
+        return Usage(
+            input_tokens=self.estimate_input(request.messages, request.tools),
+            output_tokens=min(request.max_output_tokens, estimate_text_tokens(spoken)),
+            estimated=True,
+        )
+
     def _failure(self, exc: Exception) -> AttemptFailed:
         errors = self._errors()
+        too_large = _in_chain(exc, ResponseTooLarge)
+        if too_large is not None:
+            return AttemptFailed("malformed", self._clean(str(too_large)))
         if isinstance(exc, errors.timeout):
             return AttemptFailed("timeout", "the request timed out")
         if isinstance(exc, errors.connection):
@@ -173,6 +263,28 @@ class SdkClient:
     def _salvage_usage(self, data: dict[str, Any]) -> Usage | None:
         """Usage from a body that is otherwise unusable, so that it is still charged."""
         return None
+
+
+def _in_chain(exc: BaseException, kind: type[Exception]) -> Exception | None:
+    """`exc` or the first exception of `kind` among its causes (an SDK may wrap it)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kind):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _redact_value(value: Any, secrets: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        return redact_known(value, secrets)
+    if isinstance(value, dict):
+        return {k: _redact_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v, secrets) for v in value]
+    return value
 
 
 def provider_message(body: object) -> str | None:
