@@ -146,8 +146,11 @@ class Orchestrator:
         rubric = rubric_of(task)
         self.task_declarations = [objective.render()] + ([rubric.render()] if rubric else [])
         self.blocks = task_blocks(task)
+        # Every attempt, retries too, the agent's and the grader's, is recorded.
         if isinstance(client, ReportsAttempts):
-            client.on_attempt = self.attempt_made  # every attempt, retries too, is recorded
+            client.on_attempt = self.attempt_made
+        if isinstance(grader_client, ReportsAttempts):
+            grader_client.on_attempt = self.grader_attempt_made
         # The grader stage (DESIGN §4): without a grader client, tool checks only.
         self.grader = Grader(
             rubric=grading_rubric(task),
@@ -171,6 +174,9 @@ class Orchestrator:
 
     def attempt_made(self, attempt: ModelAttempt) -> None:
         self.record(EventKind.MODEL_ATTEMPT, attempt.model_dump())
+
+    def grader_attempt_made(self, attempt: ModelAttempt) -> None:
+        self.record(EventKind.MODEL_ATTEMPT, {**attempt.model_dump(), "caller": "grader"})
 
     def violation(self, kind: str, detail: str) -> None:
         row = ViolationRow(round=self.state.round, kind=kind, detail=detail)

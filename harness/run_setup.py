@@ -141,13 +141,16 @@ async def run_task(
     grader_model: str | None = None,
     options: ClientOptions = NO_OPTIONS,
     client: ModelClient | None = None,
+    grader_client: ModelClient | None = None,
 ) -> RunResult:
     """Run one task. `client`: one already built from the model URI (several tasks are
-    set up before any runs, so a bad URI or a missing key stops them all at once)."""
+    set up before any runs, so a bad URI or a missing key stops them all at once);
+    `grader_client` likewise for the grader model."""
     uri = model_uri(task, model)
     if client is None:
         client = client_for(uri, task, options=options)
-    grader_client = grader_client_for(grader_model, task, options)
+    if grader_client is None:
+        grader_client = grader_client_for(grader_model, task, options)
     lifecycle = lifecycle_of(task)
     ledger = BudgetLedger(budgets_of(task))
     run_id = store.create_run(

@@ -7,6 +7,7 @@ run stops with reason:model_error, its record complete."""
 from __future__ import annotations
 
 import asyncio
+import json
 import textwrap
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from harness.events import EventKind
 from harness.model import ModelClient
 from harness.run_result import RunResult
 from harness.run_setup import run_task
+from harness.scripted import ScriptedClient, ScriptedTurn
 from harness.store import RunStore
 from harness.task import Task, load_task
 from tests.model_fakes import PROVIDERS, FakeTime, Provider, Script, ok, status
@@ -240,3 +242,44 @@ def test_usage_missing_from_a_reply_is_charged_as_the_flagged_estimate(
     assert usage["input_tokens"] == call.payload["input_estimate"]
     (tokens,) = [r for r in result.budgets if r["kind"] == "tokens"]
     assert tokens["used"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_the_graders_attempts_are_events_in_the_run_record_too(
+    provider: Provider, tmp_path: Path
+) -> None:
+    task = make_task(
+        tmp_path,
+        """
+        [budget.rounds]
+        limit = 3
+
+        [rubric]
+        threshold = 1.0
+
+        [[rubric.criteria]]
+        id = "judged"
+        weight = 1.0
+        check = "the files are listed"
+        """,
+    )
+    claim = "Done.\n\n::STATUS{@TASK|state:claimed_complete|by:@AGENT|authority:proposal}"
+    agent = ScriptedClient([ScriptedTurn(text=claim)], "scripted:agent")
+    answer = {"results": [{"id": "judged", "result": "fail", "rationale": "nothing listed"}]}
+    grader_script = Script(
+        [
+            status(429, provider.error_body("slow"), {"retry-after": "1"}),
+            ok(provider.reply(json.dumps(answer), [], 300, 20)),
+        ]
+    )
+    grader = provider.client(grader_script, time=FakeTime())
+    with RunStore(tmp_path / "runs.db") as store:
+        result = asyncio.run(
+            run_task(task, store, model=agent.name, client=agent, grader_client=grader)
+        )
+        attempts = [e.payload for e in store.events(result.run_id, EventKind.MODEL_ATTEMPT)]
+        assert store.verify(result.run_id).ok
+    assert len(grader_script.requests) == 2
+    graders = [a for a in attempts if a.get("caller") == "grader"]
+    assert [(a["outcome"], a["status"]) for a in graders] == [("retry", 429), ("ok", None)]
+    assert result.grader is not None and result.grader["verdict"] == "needs_revision"
