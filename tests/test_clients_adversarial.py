@@ -213,6 +213,15 @@ def test_a_body_declared_larger_than_the_cap_is_refused_unread(provider: Provide
     assert len(script.requests) == 1, "not retried"
 
 
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_the_body_is_asked_for_uncompressed(provider: Provider) -> None:
+    """The cap counts bytes on the wire; a compressed body could expand far past it."""
+    script = Script([raw(provider.reply("fine"))])
+    asyncio.run(provider.client(script, time=FakeTime()).complete(request()))
+    (sent,) = script.requests
+    assert sent.headers["accept-encoding"] == "identity"
+
+
 def chunks(parts: list[bytes], fail: Exception | None = None) -> httpx2.AsyncByteStream:
     class Stream(httpx2.AsyncByteStream):
         async def __aiter__(self) -> AsyncIterator[bytes]:

@@ -127,6 +127,9 @@ class SdkClient:
             transport=transport,
             timeout=HTTP_TIMEOUT,
             follow_redirects=True,
+            # The size cap counts the bytes as they arrive: a compressed body could expand
+            # far past it when decoded, so we ask for the body as it is.
+            headers={"Accept-Encoding": "identity"},
             event_hooks={"response": [self._cap_body]},
         )
 
