@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from harness.events import EventKind
 from harness.store import RunStore, StoreError, UnknownRun
@@ -46,12 +46,16 @@ def list_runs(store_path: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([s.model_dump(mode="json") for s in summaries], ensure_ascii=False))
         return
-    table = Table("run", "task", "created", "events", "last state", "ended by")
+    # The run id is what `show`, `verify` and `--resume` take: never cut; the rest folds.
+    # (It begins with the creation time, which --json gives in full.)
+    table = Table(
+        Column("run", no_wrap=True),
+        *(Column(h, overflow="fold") for h in ("task", "events", "last state", "ended by")),
+    )
     for s in summaries:
         table.add_row(
             s.run_id,
             escape(s.task_id),
-            s.created_at,
             str(s.events),
             s.last_state or "-",
             s.ended_by or "-",
@@ -92,6 +96,12 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
             console.print(
                 f"  round {event.round} [red]violation[/] {data.get('kind')}: "
                 f"{escape(str(data.get('detail')))}"
+            )
+        elif event.kind is EventKind.GRADER_RESULT:
+            missing = ", ".join(data.get("missing") or []) or "none"
+            console.print(
+                f"  round {event.round} [magenta]grader[/] {data.get('verdict')} score "
+                f"{data.get('score')} / {data.get('threshold')}; missing: {escape(missing)}"
             )
         elif event.kind is EventKind.RUN_ENDED:
             console.print(f"  [bold]ended by[/] {data.get('ended_by')}")
