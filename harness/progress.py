@@ -63,7 +63,7 @@ def live_progress(console: Console) -> Progress:
 def summary(console: Console, result: RunResult) -> None:
     table = Table(title=f"run {result.run_id} · task {result.task_id}", show_header=False)
     table.add_column(style="bold")
-    table.add_column()
+    table.add_column(overflow="fold")  # a status line is read whole, never cut
     final = result.final
     table.add_row("ended by", result.ended_by)
     table.add_row("final", escape(final.line) if final else "-")
