@@ -259,3 +259,20 @@ def test_keys_never_reach_a_grader_checks_environment(
     for provider in PROVIDERS:
         assert_clean(output, provider.key, "run_shell's environment")
         assert provider.key_env not in output
+
+
+def test_credential_named_variables_of_any_service_are_secrets() -> None:
+    from harness.clients.errors import env_secrets
+
+    env = {
+        "HF_TOKEN": "hf_0123456789abcdef",
+        "GITHUB_TOKEN": "ghp_0123456789abcdef",
+        "DB_PASSWORD": "correct-horse-battery",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG",
+        "STRIPE_KEY": "rk_live_0123456789",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/home/someone/elsewhere",
+    }
+    assert sorted(env_secrets(env)) == sorted(
+        v for k, v in env.items() if k not in ("PATH", "HOME")
+    )

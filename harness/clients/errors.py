@@ -21,7 +21,9 @@ REDACTED = "[REDACTED]"
 MAX_MESSAGE_CHARS = 400
 
 # Environment variables whose values are credentials, wherever they appear.
-_SECRET_ENV = re.compile(r"(API_KEY|APIKEY|AUTH_TOKEN|ACCESS_TOKEN|SECRET)", re.I)
+# Broad on purpose (HF_TOKEN, GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY…): a
+# non-secret caught by it is only redacted from messages, a secret missed could leak.
+_SECRET_ENV = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|_KEY$)", re.I)
 # Credential shapes worth removing even when we do not know the value: provider keys
 # (sk-…, sk-ant-…, sk-proj-…, masked forms with *), bearer tokens, key headers.
 _SECRET_SHAPES = (
