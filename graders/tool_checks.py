@@ -94,28 +94,28 @@ class ToolCheck(BaseModel):
         return "[… output cut: its last part follows …]\n" + self.output[-EVIDENCE_TAIL_CHARS:]
 
 
+def _not_run(criterion: GradingCriterion, cause: UnknownCause, why: str) -> ToolCheck:
+    return ToolCheck(
+        criterion=criterion.id,
+        command=criterion.run or "",
+        result="unknown",
+        cause=cause,
+        detail=f"not run: {why}",
+    )
+
+
 def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) -> ToolCheck:
     """Run one criterion's command; never raises."""
     command = criterion.run
     if command is None:
         raise ValueError(f"criterion {criterion.id} has no tool check")
     if not command.strip():
-        return ToolCheck(
-            criterion=criterion.id,
-            command=command,
-            result="unknown",
-            cause="check_error",
-            detail="not run: the check's command is blank (it would check nothing)",
+        return _not_run(
+            criterion, "check_error", "the check's command is blank (it would check nothing)"
         )
     room = time_room()
     if room is not None and room <= 0:
-        return ToolCheck(
-            criterion=criterion.id,
-            command=command,
-            result="unknown",
-            cause="audit_budget",
-            detail="not run: no audit time is left in the time budget",
-        )
+        return _not_run(criterion, "audit_budget", "no audit time is left in the time budget")
     clamped = room is not None and room < DEFAULT_CHECK_TIMEOUT_S
     timeout = min(DEFAULT_CHECK_TIMEOUT_S, room) if room is not None else DEFAULT_CHECK_TIMEOUT_S
     try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +19,9 @@ from graders.tool_checks import DEFAULT_CHECK_TIMEOUT_S, ToolCheck, run_check
 from harness.commands import run_shell
 from harness.model import ModelCallError, ModelReply, ModelRequest
 from tests.test_grader_run import CLAIM, HELLO, WRITE, drive, make_task, scripted_grader, turn
-
+from tests.test_grader_scoring import Done
 
 # ------------------------------------------------------------------ tool checks
-@dataclass
-class Done:
-    exit_code: int
-    output: str = ""
-    timed_out: bool = False
-    duration_s: float = 0.01
-    truncated: bool = False
 
 
 def criterion(run: str) -> GradingCriterion:
