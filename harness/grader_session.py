@@ -37,7 +37,6 @@ READ_ONLY_TOOL_TIMEOUT_S = 10.0  # read-only tools run no commands; a formality 
 log = structlog.get_logger("ilh.grader")
 
 
-
 class GraderSession:
     def __init__(
         self,
