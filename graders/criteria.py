@@ -37,11 +37,12 @@ UnknownCause = Literal[
     "grader_unsure",  # the grader model looked and found the evidence insufficient
     "check_error",  # the tool check could not be started (or had no command)
     "no_evidence",  # a pass without a deciding ::EVIDENCE item of result pass (audit step 2)
+    "tests_changed",  # the agent changed what the checks rely on (`graders.baseline`)
 ]
 
 #: Unknown causes the agent can do something about (more work, more evidence). The others
 #: are the grader's own limits: no amount of agent work resolves them in this run.
-AGENT_ACTIONABLE: frozenset[UnknownCause] = frozenset({"grader_unsure"})
+AGENT_ACTIONABLE: frozenset[UnknownCause] = frozenset({"grader_unsure", "tests_changed"})
 
 WEIGHT_TOLERANCE = 1e-9
 CRITERION_ID = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"

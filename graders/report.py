@@ -205,9 +205,11 @@ class GradeReport(BaseModel):
         for o in self.audit.outcomes:
             if o.result == "pass":
                 continue
-            if o.id in checks and checks[o.id].exit_code is not None:
-                check = checks[o.id]
+            check = checks.get(o.id)
+            if check is not None and check.exit_code is not None:
                 parts.append(f"## {o.id}: $ {check.command}\n{check.evidence_tail}")
+            elif check is not None and check.output:
+                parts.append(f"## {o.id}: {o.detail}\n{check.evidence_tail}")
             elif o.detail:
                 parts.append(f"## {o.id}: {o.detail}")
         return "\n\n".join(parts)

@@ -94,14 +94,28 @@ class ToolCheck(BaseModel):
         return "[… output cut: its last part follows …]\n" + self.output[-EVIDENCE_TAIL_CHARS:]
 
 
-def _not_run(criterion: GradingCriterion, cause: UnknownCause, why: str) -> ToolCheck:
+def _not_run(
+    criterion: GradingCriterion, cause: UnknownCause, why: str, output: str = ""
+) -> ToolCheck:
     return ToolCheck(
         criterion=criterion.id,
         command=criterion.run or "",
         result="unknown",
         cause=cause,
         detail=f"not run: {why}",
+        output=output,
     )
+
+
+def untrusted_checks(criteria: Sequence[GradingCriterion], listing: str) -> list[ToolCheck]:
+    """The checks, not run, when the agent changed what they rely on (`graders.baseline`).
+    The listing names files (agent-chosen names among them): it is output, never detail,
+    because details reach the agent as runtime text and outputs only as untrusted data."""
+    why = (
+        "test files of the task's workspace were changed or removed, or a test-runner hook "
+        "was added (the grader's findings list them); restore them and claim again"
+    )
+    return [_not_run(c, "tests_changed", why, listing) for c in criteria]
 
 
 def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) -> ToolCheck:

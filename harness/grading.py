@@ -25,11 +25,12 @@ from envelopes.declarations import BudgetKind, Evidence, Objective, Rubric, Stat
 from envelopes.declarations.rubric import Criterion as RubricRow
 from envelopes.errors import IlangError
 from graders.audit import audit
+from graders.baseline import tampering
 from graders.criteria import GradingCriterion, GradingRubric, objective_rubric
 from graders.evidence import AgentClaim, ClaimKind, tool_evidence
 from graders.model_judge import AnswerContext, ModelVerdict, judge
 from graders.report import GraderCall, GradeReport, GraderTokens
-from graders.tool_checks import CommandOutcome, ToolCheck, run_checks
+from graders.tool_checks import CommandOutcome, ToolCheck, run_checks, untrusted_checks
 from harness.authority import Disposition, classify
 from harness.claims import read_claims
 from harness.commands import run_shell
@@ -133,7 +134,11 @@ class Grader:
         ledger: BudgetLedger,
         client: ModelClient | None = None,
         max_output: int = MAX_GRADER_OUTPUT,
+        baseline: Path | None = None,
     ) -> None:
+        """`baseline`: the template the workspace was made from, if any; the tool checks
+        are trusted only while the test files in it are unchanged (`graders.baseline`)."""
+        self.baseline = baseline
         self.rubric = rubric
         self.objective = objective
         self.task_blocks = list(task_blocks)
@@ -149,6 +154,13 @@ class Grader:
         room = self.ledger.room(BudgetKind.TIME, Pool.AUDIT)
         return None if room is None else float(room)
 
+    def _checks(self, criteria: Sequence[GradingCriterion]) -> list[ToolCheck]:
+        if criteria and self.baseline is not None:
+            changes = tampering(self.baseline, self.workspace.root)
+            if changes.found:
+                return untrusted_checks(criteria, changes.listing())
+        return run_checks(criteria, self._run, self._time_room)
+
     async def grade(self, claims: Sequence[AgentClaim]) -> GradeReport:
         notes: list[str] = []
         if self.rubric.source == "objective":
@@ -160,7 +172,7 @@ class Grader:
             tool_criteria = [c for c in self.rubric.criteria if c.tool_checked]
             # In a worker thread: a check may take minutes, and concurrent runs (a batch)
             # share this event loop. This run's ledger is only read there, never written.
-            checks = await asyncio.to_thread(run_checks, tool_criteria, self._run, self._time_room)
+            checks = await asyncio.to_thread(self._checks, tool_criteria)
             model_ids = [c.id for c in self.rubric.criteria if not c.tool_checked]
             verdicts, session = await self._judge(model_ids, checks, claims, notes)
         return GradeReport(

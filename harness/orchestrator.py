@@ -159,6 +159,7 @@ class Orchestrator:
             workspace=workspace,
             ledger=ledger,
             client=grader_client,
+            baseline=task.workspace_template(),
         )
         self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
         self.grader_feedback: list[str] = []
@@ -382,6 +383,12 @@ class Orchestrator:
         self.grades.append((r, report, applied))
         self.state.runtime_lines += report.context_lines
         self.record(EventKind.GRADER_RESULT, report.record_json(round=r, applied=applied))
+        if any(o.cause == "tests_changed" for o in report.audit.outcomes):
+            self.violation(
+                "tests_changed",
+                "test files of the task's workspace were changed or removed, or a test-runner "
+                "hook was added: the tool checks were not trusted",
+            )
         if action == "verify":
             self.committed(
                 self.lifecycle.apply_verification(State.VERIFIED_COMPLETE, r, evidence=AUDIT_REPORT)
