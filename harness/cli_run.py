@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import click
@@ -17,10 +21,49 @@ from harness.progress import live_progress, summary
 from harness.resume import resume_run
 from harness.run_result import RunResult
 from harness.run_setup import default_store, run_task
-from harness.store import StoreError, UnknownRun
+from harness.store import RunStore, StoreError, UnknownRun
 from harness.task import load_task
 
 RESUME_FLAG = "\0flag"
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the runs were left as a kill leaves them (resumable, their record intact)."""
+
+    def __init__(self, run_ids: list[str]) -> None:
+        super().__init__(", ".join(run_ids))
+        self.run_ids = run_ids
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def immediate_interrupts() -> Iterator[None]:
+    """Ctrl-C stops at once, even inside a tool's command. asyncio.run would otherwise
+    only cancel its task, which takes effect at the next await (after a long command has
+    finished); it leaves a handler that is not Python's default one alone."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def interruption_reported(store: RunStore, resumed: str | None) -> Iterator[None]:
+    try:
+        yield
+    except KeyboardInterrupt:
+        ids = list(store.created_run_ids)
+        if resumed not in (None, RESUME_FLAG):
+            with suppress(UnknownRun, StoreError):
+                ids.append(store.resolve_run_id(str(resumed)))
+        raise Interrupted(ids) from None
 
 
 def execute(
@@ -36,7 +79,7 @@ def execute(
     progress = no_progress if as_json else live_progress(err)
     if resume not in (None, RESUME_FLAG) and Path(str(resume)).is_file() and task_file is None:
         task_file, resume = Path(str(resume)), RESUME_FLAG  # `--resume task.toml`
-    with default_store(store_path) as store:
+    with default_store(store_path) as store, interruption_reported(store, resume):
         if task_file is not None:
             task = load_task(task_file)
             return asyncio.run(
@@ -77,7 +120,7 @@ def execute_many(
     is off: the lines of concurrent runs would interleave; each run's summary follows."""
     if resume not in (None, RESUME_FLAG):
         raise click.UsageError("--resume RUN continues one recorded run; give no TASK_FILE")
-    with default_store(store_path) as store:
+    with default_store(store_path) as store, interruption_reported(store, resume):
         return asyncio.run(
             run_tasks(
                 task_files,
@@ -159,20 +202,33 @@ def run(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     options = ClientOptions(base_url=base_url, record=record_path)
     try:
-        if len(task_files) > 1:
-            results = execute_many(
-                task_files, resume, model, store_path, grader_model, options, concurrency
-            )
-        else:
-            task_file = task_files[0] if task_files else None
-            result = execute(task_file, resume, model, store_path, as_json, grader_model, options)
-            results = [result]
+        with immediate_interrupts():
+            if len(task_files) > 1:
+                results = execute_many(
+                    task_files, resume, model, store_path, grader_model, options, concurrency
+                )
+            else:
+                task_file = task_files[0] if task_files else None
+                results = [
+                    execute(task_file, resume, model, store_path, as_json, grader_model, options)
+                ]
     except InputError as bad:
         err.print(f"[bold red]error[/] {bad.render()}", markup=True)
         sys.exit(2)
     except (UnknownRun, StoreError) as bad:
         err.print(f"[bold red]error[/] {bad}", markup=True)
         sys.exit(2)
+    except Interrupted as stop:
+        # Nothing is committed for a Ctrl-C: the run stays exactly where its last event
+        # left it, as after a kill, and --resume continues it from there.
+        for run_id in stop.run_ids:
+            err.print(
+                f"interrupted: run {run_id} is resumable, its record intact; continue it "
+                f"with `ilh run --resume {run_id}`"
+            )
+        if not stop.run_ids:
+            err.print("interrupted before any run started")
+        sys.exit(130)
     if as_json and len(task_files) > 1:
         click.echo("[" + ",".join(r.model_dump_json() for r in results) + "]")
     elif as_json:

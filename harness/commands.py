@@ -164,7 +164,12 @@ def _run(
     reader = threading.Thread(target=_pump, args=(read_fd, sink), daemon=True)
     reader.start()
 
-    exited = _wait_without_reaping(proc.pid, started + timeout_s)
+    try:
+        exited = _wait_without_reaping(proc.pid, started + timeout_s)
+    except BaseException:  # Ctrl-C, cancellation: the command must not outlive the run
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
     duration_s = time.monotonic() - started
     if exited:
         reader.join(OUTPUT_DRAIN_S)

@@ -9,6 +9,7 @@ step is an event in the run record.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -238,6 +239,9 @@ class Orchestrator:
         return "budget"
 
     async def round(self) -> EndedBy | None:
+        # A cancellation point: Ctrl-C (asyncio cancels the run's task) takes effect
+        # between rounds even when nothing else in the round awaits (a scripted model).
+        await asyncio.sleep(0)
         exhausted = self.ledger.exhausted()
         if exhausted:
             kinds = ", ".join(f"{b.kind} ({b.id})" for b in exhausted)

@@ -86,6 +86,31 @@ def replayed_state(events: list[Event]) -> RunState:
     return state
 
 
+def answer_interrupted_calls(history: list[Segment]) -> None:
+    """Give every tool call the run was stopped in (killed or interrupted before its
+    result was recorded) a result saying so. Only the last reply can have such calls:
+    each round runs all of its calls, in order, before the next model call. Providers
+    refuse a conversation whose tool call has no result, and the agent must know that
+    the call's effects are unknown."""
+    last = next(
+        (i for i in range(len(history) - 1, -1, -1) if history[i].provenance is Provenance.AGENT),
+        None,
+    )
+    if last is None:
+        return
+    calls = history[last].tool_calls
+    answered = sum(1 for s in history[last + 1 :] if s.provenance is Provenance.TOOL)
+    for call in calls[answered:]:
+        result = ToolResult(
+            name=call.name,
+            ok=False,
+            output="not finished: the run was stopped during this call; its effects, if "
+            "any, are unknown (look before you rely on them)",
+            id=call.id,
+        )
+        history.append(tool_result_segment(result))
+
+
 def last(events: list[Event], kind: EventKind) -> Event | None:
     return next((e for e in reversed(events) if e.kind is kind), None)
 
@@ -125,6 +150,7 @@ async def resume_run(
             run_ref, "E303", f"the recorded history is not lawful; not resumed: {err}"
         ) from None
     state = replayed_state(events)
+    answer_interrupted_calls(state.history)
     state.notes.append(f"resumed from the record at round {state.round}")
     ledger = BudgetLedger(recorded_budgets(task, last(events, EventKind.BUDGET_SNAPSHOT)))
     uri = model or meta.get("model") or model_uri(task, None)

@@ -160,6 +160,7 @@ class RunStore:
     ) -> None:
         self._path = Path(path)
         self._redactor = redactor
+        self.created_run_ids: list[str] = []  # by this instance, oldest first
         self._lock = threading.RLock()
         if not self._path.exists():
             if not create:
@@ -219,6 +220,7 @@ class RunStore:
                 at=at,
             )
         log.info("store.run_created", run_id=run_id, task_id=task_id, path=str(self._path))
+        self.created_run_ids.append(run_id)
         return run_id
 
     def append(

@@ -13,8 +13,12 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from harness.cli import ilh
+from harness.envelope import Segment, tool_result_segment
 from harness.events import EventKind
+from harness.provenance import Provenance
+from harness.resume import answer_interrupted_calls
 from harness.store import RunStore
+from harness.tools import ToolCall, ToolResult
 
 SLOW_AGENT = [
     {"text": "Looking around.", "tool_calls": [{"name": "list_files", "arguments": {}}]},
@@ -26,8 +30,9 @@ SLOW_AGENT = [
 ]
 
 
-def write_task(folder: Path) -> Path:
-    (folder / "agent.jsonl").write_text("\n".join(json.dumps(t) for t in SLOW_AGENT) + "\n")
+def write_task(folder: Path, sleep: str = "sleep 30") -> Path:
+    turns = [json.loads(json.dumps(t).replace("sleep 30", sleep)) for t in SLOW_AGENT]
+    (folder / "agent.jsonl").write_text("\n".join(json.dumps(t) for t in turns) + "\n")
     task = folder / "task.toml"
     task.write_text(
         '[task]\nid = "slow"\nobjective = "Wait for the slow command."\n\n'
@@ -102,3 +107,62 @@ def test_resume_refuses_a_tampered_record(tmp_path: Path) -> None:
     refused = runner.invoke(ilh, ["run", "--resume", run_id, "--store", str(db)])
     assert refused.exit_code == 2
     assert "fails verification" in refused.output
+
+
+def processes_running(cmdline: bytes) -> list[Path]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes() == cmdline:
+                found.append(entry)
+        except OSError:
+            continue
+    return found
+
+
+def test_ctrl_c_stops_at_once_kills_the_command_and_leaves_a_resumable_run(
+    tmp_path: Path,
+) -> None:
+    task = write_task(tmp_path, "sleep 37")  # a command no other test runs
+    db = tmp_path / "store" / "runs.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(task), "--store", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A shell's background jobs ignore SIGINT; this one must get it as a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    run_id = wait_for_model_calls(db, 2, proc)
+    time.sleep(0.5)  # inside `sleep 37`
+    interrupted_at = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert time.monotonic() - interrupted_at < 10, "it waited for the command"
+    assert f"ilh run --resume {run_id}" in err and "Traceback" not in err
+    assert not processes_running(b"sleep\x0037\x00"), "the tool's command outlived the run"
+    with RunStore(db, create=False) as store:
+        assert store.verify(run_id).ok
+        assert store.events(run_id, EventKind.RUN_ENDED) == []
+
+    resumed = CliRunner().invoke(ilh, ["run", "--resume", run_id, "--store", str(db), "--json"])
+    assert json.loads(resumed.stdout)["ended_by"] == "unverified"
+
+
+def test_a_call_the_run_was_stopped_in_gets_a_result_saying_so() -> None:
+    agent = Segment(
+        provenance=Provenance.AGENT,
+        text="Two things.",
+        tool_calls=(
+            ToolCall(name="list_files", arguments={}, id="c1"),
+            ToolCall(name="run_command", arguments={"command": "sleep 30"}, id="c2"),
+        ),
+    )
+    done = tool_result_segment(ToolResult(name="list_files", ok=True, output="a.txt", id="c1"))
+    history = [agent, done]
+    answer_interrupted_calls(history)
+    assert [s.tool_call_id for s in history[1:]] == ["c1", "c2"]
+    assert "not finished" in history[-1].text and "run_command_error" in history[-1].text
+    answer_interrupted_calls(history)
+    assert len(history) == 3, "answered once"
