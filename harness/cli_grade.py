@@ -46,7 +46,11 @@ def read_claim_file(path: Path) -> list[AgentClaim]:
 
 
 async def grade_task(
-    task_file: Path, workspace_dir: Path, claim_file: Path | None, grader_model: str | None
+    task_file: Path,
+    workspace_dir: Path,
+    claim_file: Path | None,
+    grader_model: str | None,
+    baseline: Path | None = None,
 ) -> tuple[GradeReport, list[AgentClaim]]:
     """Everything `ilh grade` does but the output. Bad input raises InputError."""
     task = load_task(task_file)
@@ -60,6 +64,8 @@ async def grade_task(
         workspace = Workspace(workspace_dir)
     except WorkspaceError as err:
         raise InputError("--workspace", "E500", str(err)) from None
+    if baseline is not None and not baseline.is_dir():
+        raise InputError("--baseline", "E500", f"{baseline} is not a folder")
     claims = read_claim_file(claim_file) if claim_file is not None else []
     client = grader_client_for(grader_model, task, NO_OPTIONS)
     grader = Grader(
@@ -70,6 +76,7 @@ async def grade_task(
         # The task's budgets, if any, bound the grader: it draws on the audit pool.
         ledger=BudgetLedger(budgets_of(task)),
         client=client,
+        baseline=baseline,
     )
     try:
         return await grader.grade(claims), claims
@@ -135,12 +142,19 @@ def show(console: Console, report: GradeReport, claims: list[AgentClaim], claime
     metavar="URI",
     help="Model URI of the grader for model-judged criteria (without one they stay unknown).",
 )
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The workspace as it was before the agent worked (say, the base branch's "
+    "checkout): tool checks are trusted only while its test files are unchanged.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (DESIGN §6) on stdout.")
 def grade(
     task_file: Path,
     workspace_dir: Path,
     claim_file: Path | None,
     grader_model: str | None,
+    baseline: Path | None,
     as_json: bool,
 ) -> None:
     """Grade the work in a workspace against TASK_FILE's rubric.
@@ -148,7 +162,9 @@ def grade(
     Exit 0 verified, 1 needs revision, 2 bad input."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        report, claims = asyncio.run(grade_task(task_file, workspace_dir, claim_file, grader_model))
+        report, claims = asyncio.run(
+            grade_task(task_file, workspace_dir, claim_file, grader_model, baseline)
+        )
     except InputError as bad:
         err.print(f"[bold red]error[/] {escape(bad.render())}", markup=True)
         sys.exit(EXIT_BAD_INPUT)

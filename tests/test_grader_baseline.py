@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,29 @@ def test_restoring_the_tests_and_doing_the_work_completes(tmp_path: Path) -> Non
     assert code == 0 and outcome["ended_by"] == "committed_complete"
     states = [h["state"] for h in outcome["history"]]
     assert states[-4:] == ["running", "claimed_complete", "verified_complete", "complete"]
+
+
+def test_ilh_grade_with_a_baseline(tmp_path: Path) -> None:
+    folder = EXAMPLES / "grade_true"
+    args = [
+        "grade",
+        str(folder / "task.toml"),
+        "--workspace",
+        str(folder / "workspace"),
+        "--json",
+        "--baseline",
+    ]
+    same = tmp_path / "same"
+    shutil.copytree(folder / "workspace", same)
+    assert CliRunner().invoke(ilh, [*args, str(same)]).exit_code == 0
+
+    before = tmp_path / "before"  # the tests the agent's branch started from were stricter
+    shutil.copytree(folder / "workspace", before)
+    (before / "test_slug.py").write_text("# the base branch's tests\n")
+    result = CliRunner().invoke(ilh, [*args, str(before)])
+    assert result.exit_code == 1
+    tools = [c for c in json.loads(result.stdout)["criteria"] if c["via"] == "tool"]
+    assert tools and {c["result"] for c in tools} == {"unknown"}
+
+    missing = CliRunner().invoke(ilh, [*args, str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "--baseline" in missing.output
