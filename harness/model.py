@@ -71,6 +71,7 @@ ErrorKind = Literal[
     "auth",  # 401, 403: key missing, wrong or not allowed
     "local",  # the in-process model failed (context overflow, load error)
     "unrecorded",  # replay: a request the recording has not seen
+    "recording",  # --record: the call could not be written to the recording
 ]
 
 

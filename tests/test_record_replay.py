@@ -234,3 +234,42 @@ def test_an_empty_recording_misses_at_once(tmp_path: Path) -> None:
     client = ReplayClient([], "replay:empty.jsonl")
     with pytest.raises(Exception, match="is empty"):
         asyncio.run(client.complete(request()))
+
+
+def test_a_recording_that_cannot_be_written_is_bad_input_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    result = ilh(
+        "run",
+        str(EXAMPLES / "honest" / "task.toml"),
+        "--record",
+        str(tmp_path / "a-file" / "rec.jsonl"),
+        "--store",
+        str(tmp_path / "runs.db"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "E500 cannot write the recording" in result.stderr
+    if (tmp_path / "runs.db").exists():
+        with RunStore(tmp_path / "runs.db", create=False) as store:
+            assert store.list_runs() == []
+
+
+def test_a_recording_that_fails_mid_run_stops_it_loudly_and_charges_the_call(
+    tmp_path: Path,
+) -> None:
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "honest")
+    task = load_task(tmp_path / "honest" / "task.toml")
+    script = Script([ok(OPENAI.reply("Looking.", [("list_files", {})], 1500, 40))])
+    recording = tmp_path / "rec.jsonl"
+    client = RecordingClient(OPENAI.client(script, time=FakeTime()), recording)
+    recording.unlink()
+    recording.mkdir()  # the file is gone; a folder stands in its place
+    with RunStore(tmp_path / "a.db") as store:
+        result = asyncio.run(run_task(task, store, model=client.name, client=client))
+        assert store.verify(result.run_id).ok
+    assert result.ended_by == "error"
+    assert result.final is not None and result.final.reason == "model_error"
+    (tokens,) = [b for b in result.budgets if b["kind"] == "tokens"]
+    assert tokens["used"] == 1540

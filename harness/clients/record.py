@@ -16,6 +16,7 @@ from harness.clients.recording import (
     message_digests,
     request_digest,
 )
+from harness.input_errors import InputError
 from harness.model import (
     AgentEnded,
     AttemptListener,
@@ -34,6 +35,7 @@ class RecordingClient:
     def __init__(self, inner: ModelClient, path: Path) -> None:
         self.inner = inner
         self.path = path
+        self._check_writable()
         self._listener: AttemptListener | None = None
         self._attempts: list[ModelAttempt] = []
         if isinstance(inner, ReportsAttempts):
@@ -42,6 +44,17 @@ class RecordingClient:
     @property
     def name(self) -> str:
         return self.inner.name
+
+    def _check_writable(self) -> None:
+        """Before any run starts: a recording that cannot be written is bad input."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8"):
+                pass
+        except OSError as err:
+            raise InputError(
+                self.path, "E500", f"cannot write the recording: {err.strerror or err}"
+            ) from None
 
     @property
     def on_attempt(self) -> AttemptListener | None:
@@ -108,11 +121,20 @@ class RecordingClient:
             ended=ended,
             attempts=list(self._attempts),
         )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         # One line per call, flushed to disk before the run goes on: a kill loses nothing
         # that finished. Several tasks may share one file (one event loop, so no two
-        # writes interleave).
-        with self.path.open("a", encoding="utf-8") as out:
-            out.write(entry.model_dump_json() + "\n")
-            out.flush()
-            os.fsync(out.fileno())
+        # writes interleave). A recording asked for and not written (disk full, file
+        # gone read-only) stops the run loudly; the provider's usage is still charged.
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write(entry.model_dump_json() + "\n")
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as err:
+            raise ModelCallError(
+                "recording",
+                f"cannot write the recording {self.path}: {err.strerror or err}",
+                model=self.name,
+                usage=None if reply is None else reply.usage,
+            ) from None
