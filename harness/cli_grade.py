@@ -28,6 +28,7 @@ from graders.report import GradeReport
 from harness.clients.options import NO_OPTIONS
 from harness.grading import Grader, claims_from_text, grading_rubric
 from harness.input_errors import InputError, read_utf8
+from harness.interrupts import immediate_interrupts
 from harness.orchestrator import objective_of, task_blocks
 from harness.run_setup import budgets_of, close_client, grader_client_for
 from harness.task import load_task
@@ -36,6 +37,7 @@ from harness.workspace import Workspace, WorkspaceError
 EXIT_VERIFIED = 0
 EXIT_NEEDS_REVISION = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
 
 _RESULT_STYLE = {"pass": "green", "fail": "red", "unknown": "yellow"}
 
@@ -159,15 +161,19 @@ def grade(
 ) -> None:
     """Grade the work in a workspace against TASK_FILE's rubric.
 
-    Exit 0 verified, 1 needs revision, 2 bad input."""
+    Exit 0 verified, 1 needs revision, 2 bad input, 130 interrupted."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        report, claims = asyncio.run(
-            grade_task(task_file, workspace_dir, claim_file, grader_model, baseline)
-        )
+        with immediate_interrupts():
+            report, claims = asyncio.run(
+                grade_task(task_file, workspace_dir, claim_file, grader_model, baseline)
+            )
     except InputError as bad:
         err.print(f"[bold red]error[/] {escape(bad.render())}", markup=True)
         sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        err.print("interrupted: nothing was graded (the running check was stopped)")
+        sys.exit(EXIT_INTERRUPTED)
     if as_json:
         click.echo(json.dumps(report.design_json(), ensure_ascii=False))
     else:

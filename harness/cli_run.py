@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -16,6 +14,7 @@ from rich.console import Console
 from harness.batch import run_tasks
 from harness.clients.options import NO_OPTIONS, ClientOptions
 from harness.input_errors import InputError
+from harness.interrupts import immediate_interrupts
 from harness.orchestrator import no_progress
 from harness.progress import live_progress, summary
 from harness.resume import resume_run
@@ -33,25 +32,6 @@ class Interrupted(Exception):
     def __init__(self, run_ids: list[str]) -> None:
         super().__init__(", ".join(run_ids))
         self.run_ids = run_ids
-
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-@contextmanager
-def immediate_interrupts() -> Iterator[None]:
-    """Ctrl-C stops at once, even inside a tool's command. asyncio.run would otherwise
-    only cancel its task, which takes effect at the next await (after a long command has
-    finished); it leaves a handler that is not Python's default one alone."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, _raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @contextmanager

@@ -54,6 +54,10 @@ PIPE_CLOSE_WAIT_S = 2.0
 _READ_CHUNK = 64 * 1024
 _POLL_MAX_S = 0.05
 _TMP_PREFIX = ".ilh-tmp-"
+# Process groups of the commands running now (each still unreaped, so its id is still
+# reserved), for `kill_running_commands`. set.add/discard are atomic: no lock, which a
+# signal handler could deadlock on.
+_RUNNING_GROUPS: set[int] = set()
 
 
 class CommandResult(BaseModel):
@@ -164,9 +168,11 @@ def _run(
     reader = threading.Thread(target=_pump, args=(read_fd, sink), daemon=True)
     reader.start()
 
+    _RUNNING_GROUPS.add(proc.pid)
     try:
         exited = _wait_without_reaping(proc.pid, started + timeout_s)
     except BaseException:  # Ctrl-C, cancellation: the command must not outlive the run
+        _RUNNING_GROUPS.discard(proc.pid)
         _kill_group(proc.pid)
         proc.wait()
         raise
@@ -175,6 +181,7 @@ def _run(
         reader.join(OUTPUT_DRAIN_S)
     # Killed while the shell is still unreaped, so its pid (= the group id) cannot have
     # been reused by an unrelated process group.
+    _RUNNING_GROUPS.discard(proc.pid)
     _kill_group(proc.pid)
     exit_code = proc.wait()
     reader.join(PIPE_CLOSE_WAIT_S)
@@ -211,6 +218,13 @@ def _wait_without_reaping(pid: int, deadline: float) -> bool:
             return False
         time.sleep(min(delay, remaining))
         delay = min(delay * 2, _POLL_MAX_S)
+
+
+def kill_running_commands() -> None:
+    """Kill every command running now, in any thread (Ctrl-C: a tool check in a worker
+    thread must not keep the process, or itself, alive)."""
+    for pgid in list(_RUNNING_GROUPS):
+        _kill_group(pgid)
 
 
 def _kill_group(pgid: int) -> None:

@@ -166,3 +166,50 @@ def test_a_call_the_run_was_stopped_in_gets_a_result_saying_so() -> None:
     assert "not finished" in history[-1].text and "run_command_error" in history[-1].text
     answer_interrupted_calls(history)
     assert len(history) == 3, "answered once"
+
+
+SLOW_CHECK_TASK = """[task]
+id = "slow-check"
+objective = "Write a.txt."
+
+[budget.rounds]
+limit = 3
+
+[rubric]
+threshold = 1.0
+
+[[rubric.criteria]]
+id = "slow"
+weight = 1.0
+check = "takes its time"
+run = "sleep 39"
+
+[agent]
+model = "scripted:agent.jsonl"
+"""
+
+
+def test_ctrl_c_during_a_tool_check_stops_the_check_too(tmp_path: Path) -> None:
+    """The grader's checks run in a worker thread; Ctrl-C must not wait for them."""
+    claim = "Done.\n\n::STATUS{@TASK|state:claimed_complete|by:@AGENT|authority:proposal}"
+    (tmp_path / "agent.jsonl").write_text(json.dumps({"text": claim}) + "\n")
+    (tmp_path / "task.toml").write_text(SLOW_CHECK_TASK)
+    db = tmp_path / "runs.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(tmp_path / "task.toml"), "--store", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 30
+    while not processes_running(b"/bin/sh\x00-c\x00sleep 39\x00"):
+        assert time.monotonic() < deadline and proc.poll() is None, "the check never started"
+        time.sleep(0.05)
+    interrupted_at = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - interrupted_at < 10, "it waited for the check"
+    assert not processes_running(b"/bin/sh\x00-c\x00sleep 39\x00")
+    assert not processes_running(b"sleep\x0039\x00")
