@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from graders import baseline
-from graders.baseline import is_test_file, tampering
+from graders.baseline import is_runner_hook, is_test_file, tampering
 from graders.criteria import GradingCriterion
 from graders.tool_checks import untrusted_checks
 from harness.cli import ilh
@@ -177,3 +177,22 @@ def test_ilh_grade_with_a_baseline(tmp_path: Path) -> None:
 
     missing = CliRunner().invoke(ilh, [*args, str(tmp_path / "nope")])
     assert missing.exit_code == 2 and "--baseline" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("path", "hook"),
+    [
+        ("unittest.py", True),
+        ("unittest/__init__.py", True),
+        ("_pytest/main.py", True),
+        ("conftest.py", True),
+        ("pkg/conftest.py", True),
+        ("x.pth", True),
+        ("calendar.py", False),
+        ("pkg/unittest.py", False),  # not on the import path's first entry
+        ("unittests.py", False),
+        ("fizz.py", False),
+    ],
+)
+def test_runner_hooks(path: str, hook: bool) -> None:
+    assert is_runner_hook(path) is hook
