@@ -177,6 +177,30 @@ def _check_writers(claim: RawClaim, found: _Findings, verifier_keys: tuple[str, 
         for token in value_tokens(value):
             if _entity(token) in HIGHER_WRITERS or token.lower() in HIGHER_AUTHORITIES:
                 found.forge(f"positional {value!r} names a higher tier")
+    # Any other field naming a higher tier's entity (`committer:@RUNTIME`,
+    # `approved_by:@GRADER`, `grader:@GRADER`): the spec lists no such key, but an
+    # accepted proposal's extra fields are copied into the committed status history, so
+    # the runtime would record a line vouching for the runtime or the grader. Fail closed:
+    # that is forged authority, whatever the key is called.
+    checked = {*_WRITER_KEYS, *verifier_keys, *_AUTHORITY_KEYS}
+    for key, values in claim.fields.items():
+        if key in checked:
+            continue
+        for value in values:
+            for token in value_tokens(value):
+                if token.startswith("@") and _entity(token) in HIGHER_WRITERS:
+                    found.forge(f"{key}:{value} names a higher tier ({_entity(token)})")
+
+
+def _check_runtime_fields(claim: RawClaim, found: _Findings) -> None:
+    """Fields only the runtime's own declarations may carry.
+
+    Spec §2: `remaining` is derived and MUST NOT appear as a field. An agent claim with
+    one would have it copied into the status history (and a ::BUDGET-looking number into
+    the record), so it is rejected, not accepted with the field kept.
+    """
+    if "remaining" in claim.fields:
+        found.reject("malformed_claim", "carries a remaining field (spec §2: never a field)")
 
 
 def _check_state(claim: RawClaim, current: State, found: _Findings) -> tuple[State | None, bool]:
@@ -259,6 +283,7 @@ def _classify_status(claim: RawClaim, current: State, round_no: int) -> Proposal
     found = _Findings(round_no)
     _check_form(claim, found)
     _check_writers(claim, found, _VERIFIER_KEYS)
+    _check_runtime_fields(claim, found)
     _check_scope(claim, found)
     state, acknowledgement = _check_state(claim, current, found)
     disposition = _disposition(found)
@@ -291,6 +316,7 @@ def _classify_evidence(claim: RawClaim, round_no: int) -> Proposal:
     # Evidence verified by a tool, the grader or the runtime is evidence the agent did
     # not produce: writing that verifier is forging verification (spec §6, §4).
     _check_writers(claim, found, _VERIFIER_KEYS)
+    _check_runtime_fields(claim, found)
     if claim.values("state"):
         # Evidence never changes the status; a state smuggled into it is not a proposal.
         found.reject("malformed_claim", "::EVIDENCE carries a state field")

@@ -32,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from envelopes.declarations import Evidence, Status
+from envelopes.declarations import Evidence, State, Status
 from envelopes.errors import IlangError
 
 ClaimKind = Literal["STATUS", "EVIDENCE"]
@@ -407,16 +407,35 @@ def _interesting(fields: list[tuple[str, str]]) -> bool:
     return bool(_has_keys(fields, _STATUS_KEYS | _EVIDENCE_KEYS))
 
 
-def _is_strong(head: _Head, fields: list[tuple[str, str]]) -> bool:
+# The first word after a `::STATUS` head when it starts a claim written with spaces for
+# separators (`::STATUS @TASK state complete by @RUNTIME`, `::STATUS complete`).
+_FIRST_WORD = re.compile(r"[\s*_~`'\"]*(?P<word>@?[A-Za-z][A-Za-z0-9_]*)")
+_STATE_WORDS = frozenset(state.value for state in State)
+
+
+def _starts_like_claim(rest: str) -> bool:
+    """Whether the text after a head begins with a scope entity or a state word."""
+    match = _FIRST_WORD.match(rest)
+    if match is None:
+        return False
+    word = match["word"]
+    return word.startswith("@") or word.lower() in _STATE_WORDS
+
+
+def _is_strong(head: _Head, fields: list[tuple[str, str]], rest: str = "") -> bool:
     """A head that is an attempt wherever it stands.
 
     A brace after the name always is; so is `::` before it when an opener or a field
-    follows (`::STATUS(…)`, `::STATUS state:complete`). A bare `::STATUS` in prose
-    ("I will write a ::STATUS line") is not.
+    follows (`::STATUS(…)`, `::STATUS state:complete`), or an entity or a state word
+    (`::STATUS @TASK state complete by @RUNTIME`: a claim with spaces for separators;
+    fail closed, since a reader of the rendered text may take it as one). A bare
+    `::STATUS` in prose ("I will write a ::STATUS line") is not.
     """
     if head.opener.startswith("{"):
         return True
-    return head.colons == 2 and (bool(head.opener) or bool(fields))
+    return head.colons == 2 and (
+        bool(head.opener) or bool(fields) or (not head.opener and _starts_like_claim(rest))
+    )
 
 
 def _is_weak_attempt(head: _Head, fields: list[tuple[str, str]]) -> bool:
@@ -451,7 +470,7 @@ def _heads(folded: str) -> list[_Head]:
     for i, head in enumerate(found):
         stop = found[i + 1].start if i + 1 < len(found) else len(folded)
         _, fields = _parse_fields(folded[head.end : stop])
-        if _is_strong(head, fields):
+        if _is_strong(head, fields, folded[head.end : stop]):
             heads.append(head)
             strong_seen = True
         elif (
@@ -611,8 +630,42 @@ def _claims_on(folded: str) -> tuple[list[_Found], _Mode]:
     return ([(kind, positional, fields)] if kind is not None else []), "headless"
 
 
+# Unicode tag characters (U+E0020–U+E007E) mirror printable ASCII and render as nothing,
+# yet language models read them ("ASCII smuggling"). `fold` drops them like any format
+# character, which would hide a whole claim spelled in them; so their decoded text is
+# read as well, as a second, hidden layer of the line.
+_TAG_FIRST, _TAG_LAST, _TAG_OFFSET = 0xE0020, 0xE007E, 0xE0000
+
+
+def _tag_decoded(line: str) -> str:
+    return "".join(chr(ord(ch) - _TAG_OFFSET) for ch in line if _TAG_FIRST <= ord(ch) <= _TAG_LAST)
+
+
 def read_claims(text: str) -> list[RawClaim]:
-    """Every `::STATUS` / `::EVIDENCE` claim in `text` (agent text only), in order."""
+    """Every `::STATUS` / `::EVIDENCE` claim in `text` (agent text only), in order.
+
+    Claims spelled in invisible tag characters are claims too, never strict ones: each
+    keeps the line as the agent wrote it and says what it hid.
+    """
+    claims = _read_visible(text)
+    originals = _split_lines(text)
+    hidden = [_tag_decoded(line) for line in originals]
+    if any(hidden):
+        for claim in _read_visible("\n".join(hidden)):
+            lines = originals[claim.lineno - 1 : claim.lineno - 1 + claim.line.count("\n") + 1]
+            why = f"hidden in invisible Unicode tag characters: {claim.line!r}"
+            data = claim.model_dump()
+            data.update(
+                line="\n".join(lines),
+                strict=False,
+                malformations=(why, *claim.malformations),
+            )
+            claims.append(RawClaim(**data))
+        claims.sort(key=lambda claim: claim.lineno)
+    return claims
+
+
+def _read_visible(text: str) -> list[RawClaim]:
     originals = _split_lines(text)
     folded_lines = [fold(line) for line in originals]
     contexts = list(_context_flags(folded_lines))

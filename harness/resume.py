@@ -7,6 +7,7 @@ through the §4 machine (`Lifecycle.restore`).
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,74 @@ def recorded_budgets(task: Task, snapshot: Event | None) -> list[Budget]:
             )
         )
     return rebuilt
+
+
+def _budget_rows(event: Event) -> list[dict[str, Any]] | None:
+    """The budget rows an event carries: a snapshot's, or the budgets of a run's result."""
+    if event.kind is EventKind.BUDGET_SNAPSHOT:
+        rows = event.payload.get("budgets")
+    elif event.kind is EventKind.RUN_ENDED:
+        result = event.payload.get("result")
+        rows = result.get("budgets") if isinstance(result, dict) else None
+    else:
+        return None
+    return rows if isinstance(rows, list) else None
+
+
+def _seconds_between(first: Event, later: Event) -> float:
+    try:
+        gap = (datetime.fromisoformat(later.at) - datetime.fromisoformat(first.at)).total_seconds()
+    except ValueError:
+        return 0.0
+    return max(0.0, gap)
+
+
+def _usage_tokens(usage: object) -> tuple[int, int]:
+    if not isinstance(usage, dict):
+        return 0, 0
+    values = (usage.get("input_tokens", 0), usage.get("output_tokens", 0))
+    return tuple(v if isinstance(v, int) and v > 0 else 0 for v in values)  # type: ignore[return-value]
+
+
+def resumed_ledger(task: Task, events: list[Event]) -> BudgetLedger:
+    """The ledger as the record says it stands, including what was spent after the last
+    recorded budget rows.
+
+    A run can be killed at any moment, e.g. while a tool of its last reply runs: the
+    reply's `model_call` is in the record but the round's `budget_snapshot` is not. Taking
+    the last snapshot alone would forget that call (its round and its tokens), and a run
+    killed and resumed again and again could then call the model without end. Fail
+    closed: start from the latest rows (a snapshot, or the result of a run that ended),
+    then charge every model call, failed call and grading recorded after them, and the
+    wall time between those rows and the last event.
+    """
+    base_at = next(
+        (i for i in range(len(events) - 1, -1, -1) if _budget_rows(events[i]) is not None), None
+    )
+    if base_at is None:
+        ledger = BudgetLedger(budgets_of(task))
+        after = events
+    else:
+        base = events[base_at]
+        snapshot = base.model_copy(update={"payload": {"budgets": _budget_rows(base)}})
+        ledger = BudgetLedger(recorded_budgets(task, snapshot))
+        after = events[base_at + 1 :]
+        if after:
+            ledger.charge_time(_seconds_between(base, after[-1]))
+    for event in after:
+        payload = event.payload
+        if event.kind is EventKind.MODEL_CALL:
+            ledger.charge_round()
+            ledger.charge_tokens(*_usage_tokens(payload.get("usage")))
+        elif event.kind is EventKind.NOTE and isinstance(payload.get("model_error"), dict):
+            ledger.charge_round()
+            ledger.charge_tokens(*_usage_tokens(payload["model_error"].get("usage")))
+        elif event.kind is EventKind.GRADER_RESULT:
+            tokens = payload.get("tokens")
+            if isinstance(tokens, dict):
+                spent = {"input_tokens": tokens.get("input"), "output_tokens": tokens.get("output")}
+                ledger.charge_audit(*_usage_tokens(spent))
+    return ledger
 
 
 def replayed_state(events: list[Event]) -> RunState:
@@ -152,7 +221,7 @@ async def resume_run(
     state = replayed_state(events)
     answer_interrupted_calls(state.history)
     state.notes.append(f"resumed from the record at round {state.round}")
-    ledger = BudgetLedger(recorded_budgets(task, last(events, EventKind.BUDGET_SNAPSHOT)))
+    ledger = resumed_ledger(task, events)
     uri = model or meta.get("model") or model_uri(task, None)
     client = client_for(uri, task, start=state.model_calls, options=options)
     grader_client = grader_client_for(grader_model or meta.get("grader_model"), task, options)

@@ -346,8 +346,21 @@ def write_file(workspace: Workspace, path: str, content: str) -> tuple[str, dict
     target = workspace.resolve_for_write(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     created = not target.exists()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    # No O_TRUNC: the file is truncated only after the link-count check below.
+    flags = os.O_WRONLY | os.O_CREAT
     with os.fdopen(_open_regular(target, flags, path), "wb") as handle:
+        if os.fstat(handle.fileno()).st_nlink > 1:
+            # A hard link (made with run_command) shares its inode with another name,
+            # which may lie outside the workspace: its real path is inside, so the path
+            # checks cannot see it. Writing would change that other file too. Fail
+            # closed: refused for every hard-linked file, even one whose other names are
+            # all in the workspace (we cannot tell which).
+            raise ToolError(
+                f"{show_path(path)} has other hard links (possibly outside the workspace); "
+                "refusing to write through it",
+                "invalid",
+            )
+        handle.truncate(0)
         handle.write(data)
     rel = workspace.relative(target)
     verb = "created" if created else "replaced"
