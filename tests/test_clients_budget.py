@@ -193,6 +193,29 @@ def test_usage_reported_with_an_unusable_reply_is_charged(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_an_unreadable_2xx_body_is_charged_the_most_the_call_could_cost(
+    provider: Provider, tmp_path: Path
+) -> None:
+    """A cut-off body said nothing of its usage, but the provider did the work: the run
+    is charged the input estimate and the whole output cap it allowed (errs high)."""
+    task = make_task(tmp_path, "[budget.tokens]\nlimit = 20000\n")
+    script = Script(
+        [
+            lambda req: httpx2.Response(
+                200, content=b'{"id": "x", "choi', headers={"content-type": "application/json"}
+            )
+        ]
+    )
+    with RunStore(tmp_path / "runs.db") as store:
+        result = run(task, store, provider.client(script, time=FakeTime()))
+    assert result.ended_by == "error"
+    (body,) = script.bodies()
+    cap = provider.max_tokens_field(body)
+    (tokens,) = [r for r in result.budgets if r["kind"] == "tokens"]
+    assert cap < tokens["used"] < cap + 5000, "the output cap and an input estimate"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
 def test_retry_waits_are_spent_from_the_time_budget(provider: Provider, tmp_path: Path) -> None:
     """Real clock: the wait a 429 asks for is honoured, and it is time the run spent."""
     task = make_task(tmp_path, '[budget.time]\nlimit = "30s"\n[budget.rounds]\nlimit = 1\n')

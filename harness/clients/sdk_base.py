@@ -181,17 +181,23 @@ class SdkClient:
             data = json.loads(body)
         except (ValueError, RecursionError):
             raise AttemptFailed(
-                "malformed", f"the response body is not JSON ({len(body)} bytes; truncated?)"
+                "malformed",
+                f"the response body is not JSON ({len(body)} bytes; truncated?)",
+                usage=self.unreported_usage(request),
             ) from None
         if not isinstance(data, dict):
-            raise AttemptFailed("malformed", "the response body is not a JSON object")
+            raise AttemptFailed(
+                "malformed",
+                "the response body is not a JSON object",
+                usage=self.unreported_usage(request),
+            )
         try:
             return self._redacted(self._parse(data, request))
         except (ValidationError, ValueError, TypeError, KeyError, RecursionError) as exc:
             raise AttemptFailed(
                 "malformed",
                 f"the response is not a usable reply: {self._explain(exc)}",
-                usage=self._salvage_usage(data),
+                usage=self._salvage_usage(data) or self.unreported_usage(request),
             ) from None
 
     def _redacted(self, reply: ModelReply) -> ModelReply:
@@ -214,6 +220,17 @@ class SdkClient:
         return Usage(
             input_tokens=self.estimate_input(request.messages, request.tools),
             output_tokens=min(request.max_output_tokens, estimate_text_tokens(spoken)),
+            estimated=True,
+        )
+
+    def unreported_usage(self, request: ModelRequest) -> Usage:
+        """What a successful (2xx) response whose body is unusable is charged: the provider
+        did the work and bills it, but said nothing we can read. The most the call could
+        cost (its input and the whole output cap it was clamped to), flagged `estimated`:
+        the budget errs high, never low."""
+        return Usage(
+            input_tokens=self.estimate_input(request.messages, request.tools),
+            output_tokens=request.max_output_tokens,
             estimated=True,
         )
 
