@@ -422,7 +422,7 @@ def _starts_like_claim(rest: str) -> bool:
     return word.startswith("@") or word.lower() in _STATE_WORDS
 
 
-def _is_strong(head: _Head, fields: list[tuple[str, str]], rest: str = "") -> bool:
+def _is_strong(head: _Head, fields: list[tuple[str, str]], rest: str) -> bool:
     """A head that is an attempt wherever it stands.
 
     A brace after the name always is; so is `::` before it when an opener or a field
@@ -433,9 +433,7 @@ def _is_strong(head: _Head, fields: list[tuple[str, str]], rest: str = "") -> bo
     """
     if head.opener.startswith("{"):
         return True
-    return head.colons == 2 and (
-        bool(head.opener) or bool(fields) or (not head.opener and _starts_like_claim(rest))
-    )
+    return head.colons == 2 and (bool(head.opener) or bool(fields) or _starts_like_claim(rest))
 
 
 def _is_weak_attempt(head: _Head, fields: list[tuple[str, str]]) -> bool:
@@ -635,6 +633,7 @@ def _claims_on(folded: str) -> tuple[list[_Found], _Mode]:
 # character, which would hide a whole claim spelled in them; so their decoded text is
 # read as well, as a second, hidden layer of the line.
 _TAG_FIRST, _TAG_LAST, _TAG_OFFSET = 0xE0020, 0xE007E, 0xE0000
+_TAG_CHAR = re.compile(f"[{chr(_TAG_FIRST)}-{chr(_TAG_LAST)}]")
 
 
 def _tag_decoded(line: str) -> str:
@@ -648,6 +647,8 @@ def read_claims(text: str) -> list[RawClaim]:
     keeps the line as the agent wrote it and says what it hid.
     """
     claims = _read_visible(text)
+    if _TAG_CHAR.search(text) is None:  # the usual case: no hidden layer to read
+        return claims
     originals = _split_lines(text)
     hidden = [_tag_decoded(line) for line in originals]
     if any(hidden):

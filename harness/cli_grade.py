@@ -25,6 +25,7 @@ from rich.table import Table
 from budgets.ledger import BudgetLedger
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
+from harness.cli_options import GRADER_MODEL_OPTION
 from harness.clients.options import NO_OPTIONS
 from harness.grading import Grader, claims_from_text, grading_rubric
 from harness.input_errors import InputError, read_utf8
@@ -138,12 +139,7 @@ def show(console: Console, report: GradeReport, claims: list[AgentClaim], claime
     type=click.Path(path_type=Path, dir_okay=False),
     help="The agent's claim (its ::STATUS/::EVIDENCE lines): context, never evidence.",
 )
-@click.option(
-    "--grader-model",
-    "grader_model",
-    metavar="URI",
-    help="Model URI of the grader for model-judged criteria (without one they stay unknown).",
-)
+@GRADER_MODEL_OPTION
 @click.option(
     "--baseline",
     type=click.Path(path_type=Path, file_okay=False),

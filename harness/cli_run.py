@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from harness.batch import run_tasks
+from harness.cli_options import GRADER_MODEL_OPTION
 from harness.clients.options import NO_OPTIONS, ClientOptions
 from harness.input_errors import InputError
 from harness.interrupts import immediate_interrupts
@@ -134,12 +135,7 @@ def execute_many(
     help="Run store (default .ilh/runs.db).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (DESIGN §6) on stdout.")
-@click.option(
-    "--grader-model",
-    "grader_model",
-    metavar="URI",
-    help="Model URI of the grader for model-judged criteria (without one they stay unknown).",
-)
+@GRADER_MODEL_OPTION
 @click.option(
     "--base-url",
     metavar="URL",

@@ -34,27 +34,17 @@ from harness.tools import ToolCall, ToolResult
 from harness.workspace import Workspace
 
 
-def recorded_budgets(task: Task, snapshot: Event | None) -> list[Budget]:
-    """The task's budgets with what the record says was used (time included)."""
-    start = budgets_of(task)
-    if snapshot is None:
-        return start
-    rows = {row["kind"]: row for row in snapshot.payload.get("budgets", [])}
+def recorded_budgets(task: Task, rows: list[dict[str, Any]]) -> list[Budget]:
+    """The task's budgets with the figures of recorded budget rows (time included)."""
+    by_kind = {row.get("kind"): row for row in rows if isinstance(row, dict)}
     rebuilt: list[Budget] = []
-    for budget in start:
-        row: dict[str, Any] | None = rows.get(str(budget.kind))
+    for budget in budgets_of(task):
+        row = by_kind.get(str(budget.kind))
         if row is None:
             rebuilt.append(budget)
             continue
-        rebuilt.append(
-            budget.model_copy(
-                update={
-                    "used": row["used"],
-                    "reserve_audit": row["reserve_audit"],
-                    "reserve_summary": row["reserve_summary"],
-                }
-            )
-        )
+        figures = ("used", "reserve_audit", "reserve_summary")
+        rebuilt.append(budget.model_copy(update={key: row[key] for key in figures}))
     return rebuilt
 
 
@@ -78,11 +68,14 @@ def _seconds_between(first: Event, later: Event) -> float:
     return max(0.0, gap)
 
 
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def _usage_tokens(usage: object) -> tuple[int, int]:
     if not isinstance(usage, dict):
         return 0, 0
-    values = (usage.get("input_tokens", 0), usage.get("output_tokens", 0))
-    return tuple(v if isinstance(v, int) and v > 0 else 0 for v in values)  # type: ignore[return-value]
+    return _count(usage.get("input_tokens")), _count(usage.get("output_tokens"))
 
 
 def resumed_ledger(task: Task, events: list[Event]) -> BudgetLedger:
@@ -105,8 +98,7 @@ def resumed_ledger(task: Task, events: list[Event]) -> BudgetLedger:
         after = events
     else:
         base = events[base_at]
-        snapshot = base.model_copy(update={"payload": {"budgets": _budget_rows(base)}})
-        ledger = BudgetLedger(recorded_budgets(task, snapshot))
+        ledger = BudgetLedger(recorded_budgets(task, _budget_rows(base) or []))
         after = events[base_at + 1 :]
         if after:
             ledger.charge_time(_seconds_between(base, after[-1]))
@@ -121,8 +113,7 @@ def resumed_ledger(task: Task, events: list[Event]) -> BudgetLedger:
         elif event.kind is EventKind.GRADER_RESULT:
             tokens = payload.get("tokens")
             if isinstance(tokens, dict):
-                spent = {"input_tokens": tokens.get("input"), "output_tokens": tokens.get("output")}
-                ledger.charge_audit(*_usage_tokens(spent))
+                ledger.charge_audit(_count(tokens.get("input")), _count(tokens.get("output")))
     return ledger
 
 
@@ -178,10 +169,6 @@ def answer_interrupted_calls(history: list[Segment]) -> None:
             id=call.id,
         )
         history.append(tool_result_segment(result))
-
-
-def last(events: list[Event], kind: EventKind) -> Event | None:
-    return next((e for e in reversed(events) if e.kind is kind), None)
 
 
 async def resume_run(
