@@ -135,12 +135,8 @@ def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) 
     try:
         done = runner(command, timeout)
     except Exception as exc:  # whatever the runner raised, nothing was checked
-        return ToolCheck(
-            criterion=criterion.id,
-            command=command,
-            result="unknown",
-            cause="check_error",
-            detail=f"the check could not be started: {type(exc).__name__}: {exc}",
+        return _not_run(
+            criterion, "check_error", f"it could not start: {type(exc).__name__}: {exc}"
         )
     cause: UnknownCause | None = None
     if done.timed_out and clamped:
