@@ -10,6 +10,8 @@ Usage is what the provider reports. A reply whose usage is missing or unusable
 (negative, not a number) is still a reply: it is charged the estimate instead, flagged
 `estimated` — the input estimate the clamp uses and the output text at
 `budgets.estimate`'s rate, never more than the output cap the call asked for.
+A successful response whose body cannot be read at all (cut off, not JSON) said nothing
+of its usage: it is charged the most the call could cost (`unreported_usage`).
 
 The HTTP client is `httpx2`, httpx's successor by the same author: the current official
 SDKs are built on it (the Anthropic SDK refuses an `httpx` client outright), and its API
