@@ -1,6 +1,6 @@
 """How `ilh run TASK… --concurrency N` scales when the model is the slow part.
 
-200 one-round tasks run through the real batch path (`harness.batch.run_tasks`: task
+200 one-round tasks run through the real batch path (`harness.run.batch.run_tasks`: task
 file, ledger, envelope, orchestrator, run record) against the real OpenAI client, whose
 HTTP goes to an `httpx2.MockTransport` that answers every request after 50 ms, at
 concurrency 1, 16 and 64. With a 50 ms model, 200 calls take at least 10 s one at a time
@@ -26,13 +26,13 @@ from typing import Any
 
 import httpx2
 
-from harness.batch import gather_limited
-from harness.clients.openai_client import OpenAIClient
-from harness.logs import configure_logging
-from harness.run_result import RunResult
-from harness.run_setup import run_task
-from harness.store import RunStore
-from harness.task import Task, load_task
+from harness.cli.logs import configure_logging
+from harness.inputs.task_file import Task, load_task
+from harness.models.clients.openai_client import OpenAIClient
+from harness.record.results import RunResult
+from harness.record.store import RunStore
+from harness.run.batch import gather_limited
+from harness.run.setup import run_task
 
 REPLY = {
     "id": "chatcmpl-bench",

@@ -1,5 +1,5 @@
 """The 100 exec conformance cases through the real runtime: the honest agent and every
-adversary of harness.conformance_agents, with the counts the tests assert.
+adversary of harness.conformance.agents, with the counts the tests assert.
 
 Run: .venv/bin/python benchmarks/conformance_exec.py [--shared ../shared] [--keep DIR]
 Exit 0 when no run breached an invariant or failed its agent's checks, 1 otherwise.
@@ -13,11 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.conformance import load_exec_cases
-from harness.conformance_agents import AGENTS
-from harness.conformance_suite import CaseRun, problems_of, render_summary, run_suite, summarize
-from harness.logs import configure_logging
-from harness.store import RunStore
+from harness.cli.logs import configure_logging
+from harness.conformance.agents import AGENTS
+from harness.conformance.cases import load_exec_cases
+from harness.conformance.suite import CaseRun, problems_of, render_summary, run_suite, summarize
+from harness.record.store import RunStore
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -39,17 +39,17 @@ from budgets.clamp import clamp
 from budgets.estimate import estimate_messages
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import State
-from harness.authority import classify
-from harness.claims import read_claims
-from harness.envelope import Segment, build_envelope
-from harness.events import EventKind
-from harness.logs import configure_logging
-from harness.orchestrator import DEFAULT_MAX_OUTPUT, Orchestrator
-from harness.provenance import Provenance
-from harness.run_setup import budgets_of, lifecycle_of, run_task, workspace_for
-from harness.scripted import ScriptedClient, ScriptedTurn, ScriptedUsage
-from harness.store import RunStore
-from harness.task import Task, load_task
+from harness.cli.logs import configure_logging
+from harness.context.agent import Segment, build_envelope
+from harness.enforce.authority import classify
+from harness.enforce.claims import read_claims
+from harness.enforce.provenance import Provenance
+from harness.inputs.task_file import Task, load_task
+from harness.models.scripted import ScriptedClient, ScriptedTurn, ScriptedUsage
+from harness.record.events import EventKind
+from harness.record.store import RunStore
+from harness.run.orchestrator import DEFAULT_MAX_OUTPUT, Orchestrator
+from harness.run.setup import budgets_of, lifecycle_of, run_task, workspace_for
 
 SIZES_KB = (1, 10, 100)
 FIXED_HISTORY_ROUNDS = 10

@@ -14,5 +14,5 @@ Modules, in the order a grading uses them:
                   runtime does with it, the agent's feedback
 
 Depends on `envelopes` and `budgets` only (DESIGN §2): the harness injects the command
-runner and the grader model session (`harness.grading`, `harness.grader_session`).
+runner and the grader model session (`harness.grading.grader`, `harness.grading.session`).
 """

@@ -2,7 +2,7 @@
 vocabulary of per-criterion results.
 
 `graders` depends on `envelopes` and `budgets` only (DESIGN §2), so the harness turns a
-task file into a `GradingRubric` before the grader sees it (`harness.grading`).
+task file into a `GradingRubric` before the grader sees it (`harness.grading.grader`).
 
 A rubric comes from one of two places:
 

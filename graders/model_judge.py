@@ -2,7 +2,7 @@
 one retry an invalid answer gets.
 
 The conversation with the grader model (its fresh context, the read-only workspace tools,
-the budget) is the harness's (`harness.grader_session`); it is injected here as a
+the budget) is the harness's (`harness.grading.session`); it is injected here as a
 `JudgeSession`. This module decides what the model's answer is worth.
 
 The answer is one JSON object, one result per criterion:

@@ -2,7 +2,7 @@
 workspace (DESIGN §5: `/bin/sh -c`, exit 0 = pass).
 
 The command runner is injected (the harness passes its scrubbed, time-limited
-`harness.commands.run_shell`, bound to the workspace): `graders` does not depend on
+`harness.workspace.commands.run_shell`, bound to the workspace): `graders` does not depend on
 `harness` (DESIGN §2), and tests can pass a fake.
 
 Results:
@@ -39,7 +39,7 @@ EVIDENCE_TAIL_CHARS = 2000
 
 
 class CommandOutcome(Protocol):
-    """What a runner reports (`harness.commands.CommandResult` has this shape)."""
+    """What a runner reports (`harness.workspace.commands.CommandResult` has this shape)."""
 
     @property
     def exit_code(self) -> int: ...

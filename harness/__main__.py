@@ -1,5 +1,5 @@
 """`python -m harness` is `ilh`."""
 
-from harness.cli import main
+from harness.cli.main import main
 
 main()

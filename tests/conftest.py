@@ -1,25 +1,50 @@
-"""Shared fixtures: where the read-only test data (`../shared`) lives."""
+"""Shared fixtures: where the read-only test data (`../shared`) lives.
+
+The shared corpora (spec, IML golden files, conformance cases) are an extra layer: a clone
+alone has no `../shared`, and its tests that need it are skipped with the reason. CI lays
+the folder beside the clone and sets `ILH_REQUIRE_SHARED=1`, so there a missing folder is
+a failure, not a silent skip.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
+_MISSING = f"test data folder {SHARED} is missing (a clone alone; CI lays shared/ beside it)"
+
+
+def require_shared() -> Path:
+    """The shared folder, or a skip (a fail where CI requires it) with the reason."""
+    if not SHARED.is_dir():
+        if os.environ.get("ILH_REQUIRE_SHARED") == "1":
+            pytest.fail(_MISSING)
+        pytest.skip(_MISSING)
+    return SHARED
 
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.fail(f"test data folder {SHARED} is missing (CI lays shared/ beside the clone)")
-    return SHARED
+    return require_shared()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `shared` need the corpora: skipped (with the reason) on a clone alone."""
+    if SHARED.is_dir() or os.environ.get("ILH_REQUIRE_SHARED") == "1":
+        return
+    skip = pytest.mark.skip(reason=_MISSING)
+    for item in items:
+        if item.get_closest_marker("shared"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True, scope="session")
 def quiet_logs() -> None:
     """Library code logs through structlog; keep test output to what tests print."""
-    from harness.logs import configure_logging
+    from harness.cli.logs import configure_logging
 
     configure_logging()

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.model import ModelClient, ModelReply, ModelRequest
+from harness.models.interface import ModelClient, ModelReply, ModelRequest
 
 
 def ilh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

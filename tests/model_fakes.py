@@ -10,12 +10,12 @@ from typing import Any
 
 import httpx2
 
-from harness.clients.anthropic_client import AnthropicClient
-from harness.clients.openai_client import OpenAIClient
-from harness.clients.retry import RetryPolicy
-from harness.clients.sdk_base import SdkClient
-from harness.model import Message, ModelAttempt, ModelRequest
-from harness.tools import tool_specs
+from harness.models.clients.anthropic_client import AnthropicClient
+from harness.models.clients.openai_client import OpenAIClient
+from harness.models.clients.retry import RetryPolicy
+from harness.models.clients.sdk_base import SdkClient
+from harness.models.interface import Message, ModelAttempt, ModelRequest
+from harness.workspace.tools import tool_specs
 
 FAKE_OPENAI_KEY = "sk-proj-FAKEopenaiKEY0123456789abcdefSECRET"
 FAKE_ANTHROPIC_KEY = "sk-ant-api03-FAKEanthropicKEY0123456789SECRET"

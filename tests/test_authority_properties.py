@@ -45,9 +45,9 @@ from envelopes.declarations import (
     State,
     Status,
 )
-from harness.authority import AGENT_WRITERS, Proposal, classify, value_tokens
-from harness.claims import read_claims
-from harness.lifecycle import IllegalTransition, Lifecycle
+from harness.enforce.authority import AGENT_WRITERS, Proposal, classify, value_tokens
+from harness.enforce.claims import read_claims
+from harness.enforce.lifecycle import IllegalTransition, Lifecycle
 from tests.test_lifecycle import SPEC_EDGES
 
 WRITERS = [

@@ -9,14 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.batch import gather_limited
-from harness.store import RunStore
+from harness.record.store import RunStore
+from harness.run.batch import gather_limited
 from tests.harness_helpers import ilh
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
-
-
 
 
 def test_several_tasks_run_at_once_each_with_its_own_record(tmp_path: Path) -> None:

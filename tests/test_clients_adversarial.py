@@ -16,14 +16,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from harness.clients.convert import MAX_ARGUMENTS_DEPTH
-from harness.clients.local_client import parse_tool_calls
-from harness.clients.record import RecordingClient
-from harness.events import EventKind
-from harness.model import ModelCallError, ModelReply
-from harness.run_setup import run_task
-from harness.store import RunStore
-from harness.task import Task, load_task
+from harness.inputs.task_file import Task, load_task
+from harness.models.clients.convert import MAX_ARGUMENTS_DEPTH
+from harness.models.clients.local_client import parse_tool_calls
+from harness.models.clients.record import RecordingClient
+from harness.models.interface import ModelCallError, ModelReply
+from harness.record.events import EventKind
+from harness.record.store import RunStore
+from harness.run.setup import run_task
 from tests.model_fakes import OPENAI, PROVIDERS, FakeTime, Provider, Script, request
 
 ids = [p.name for p in PROVIDERS]

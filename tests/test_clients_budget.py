@@ -16,14 +16,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from harness.clients.retry import RetryPolicy
-from harness.events import EventKind
-from harness.model import ModelClient
-from harness.run_result import RunResult
-from harness.run_setup import run_task
-from harness.scripted import ScriptedClient, ScriptedTurn
-from harness.store import RunStore
-from harness.task import Task, load_task
+from harness.inputs.task_file import Task, load_task
+from harness.models.clients.retry import RetryPolicy
+from harness.models.interface import ModelClient
+from harness.models.scripted import ScriptedClient, ScriptedTurn
+from harness.record.events import EventKind
+from harness.record.results import RunResult
+from harness.record.store import RunStore
+from harness.run.setup import run_task
 from tests.model_fakes import PROVIDERS, FakeTime, Provider, Script, ok, status
 
 ids = [p.name for p in PROVIDERS]

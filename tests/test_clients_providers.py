@@ -14,9 +14,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from harness.clients.retry import RetryPolicy
-from harness.model import Message, ModelAttempt, ModelCallError, ModelRequest
-from harness.tools import ToolCall, tool_specs
+from harness.models.clients.retry import RetryPolicy
+from harness.models.interface import Message, ModelAttempt, ModelCallError, ModelRequest
+from harness.workspace.tools import ToolCall, tool_specs
 from tests.model_fakes import (
     ANTHROPIC,
     OPENAI,

@@ -16,15 +16,15 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from harness.clients.anthropic_client import AnthropicClient
-from harness.clients.errors import scrub
-from harness.clients.openai_client import OpenAIClient
-from harness.clients.record import RecordingClient
-from harness.input_errors import InputError
-from harness.model import ModelAttempt, ModelCallError
-from harness.run_setup import run_task
-from harness.store import RunStore
-from harness.task import load_task
+from harness.inputs.errors import InputError
+from harness.inputs.task_file import load_task
+from harness.models.clients.anthropic_client import AnthropicClient
+from harness.models.clients.errors import scrub
+from harness.models.clients.openai_client import OpenAIClient
+from harness.models.clients.record import RecordingClient
+from harness.models.interface import ModelAttempt, ModelCallError
+from harness.record.store import RunStore
+from harness.run.setup import run_task
 from tests.model_fakes import PROVIDERS, FakeTime, Provider, Script, raises, request
 
 ids = [p.name for p in PROVIDERS]
@@ -164,8 +164,8 @@ def test_scrub_removes_keys_their_masked_echoes_and_key_shapes() -> None:
 def test_keys_never_reach_a_tools_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.tools import ToolCall, dispatch
-    from harness.workspace import Workspace
+    from harness.workspace.folder import Workspace
+    from harness.workspace.tools import ToolCall, dispatch
 
     for provider in PROVIDERS:
         monkeypatch.setenv(provider.key_env, provider.key)
@@ -248,7 +248,7 @@ def test_keys_never_reach_a_grader_checks_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Criterion `run` commands (graders) and `run_command` (tools) share `run_shell`."""
-    from harness.commands import run_shell
+    from harness.workspace.commands import run_shell
 
     for provider in PROVIDERS:
         monkeypatch.setenv(provider.key_env, provider.key)
@@ -262,7 +262,7 @@ def test_keys_never_reach_a_grader_checks_environment(
 
 
 def test_credential_named_variables_of_any_service_are_secrets() -> None:
-    from harness.clients.errors import env_secrets
+    from harness.models.clients.errors import env_secrets
 
     env = {
         "HF_TOKEN": "hf_0123456789abcdef",

@@ -1,6 +1,6 @@
 """The 100 exec conformance cases as tasks, run through the real runtime by an honest agent
-and by adversaries (harness.conformance, harness.conformance_agents,
-harness.conformance_suite). Run with `-s` to see the counts."""
+and by adversaries (harness.conformance.cases, harness.conformance.agents,
+harness.conformance.suite). Run with `-s` to see the counts."""
 
 from __future__ import annotations
 
@@ -15,8 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envelopes.declarations import State
-from harness.claims import read_claims
-from harness.conformance import (
+from harness.conformance.agents import (
+    ADVERSARIES,
+    AGENTS,
+    DISGUISES,
+    AgentKind,
+    honest_line,
+    injected_declarations,
+)
+from harness.conformance.cases import (
     NARRATED_START,
     NOT_NARRATED,
     OBJECTIVE,
@@ -28,15 +35,7 @@ from harness.conformance import (
     task_budget,
     toml_string,
 )
-from harness.conformance_agents import (
-    ADVERSARIES,
-    AGENTS,
-    DISGUISES,
-    AgentKind,
-    honest_line,
-    injected_declarations,
-)
-from harness.conformance_suite import (
+from harness.conformance.suite import (
     CaseRun,
     adversary_problems,
     exhausted_at_start,
@@ -46,10 +45,11 @@ from harness.conformance_suite import (
     runtime_breaches,
     summarize,
 )
-from harness.input_errors import InputError
-from harness.run_result import HistoryRow, ProposalRow, RunResult
-from harness.store import RunStore
-from harness.task import load_task
+from harness.enforce.claims import read_claims
+from harness.inputs.errors import InputError
+from harness.inputs.task_file import load_task
+from harness.record.results import HistoryRow, ProposalRow, RunResult
+from harness.record.store import RunStore
 
 CASES_PER_CATEGORY = {
     "budget_exhaustion": 12,

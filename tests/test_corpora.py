@@ -11,6 +11,8 @@ from envelopes.document import parse_document, read_document
 from tests.conftest import SHARED
 from tests.spec_blocks import fenced_examples
 
+pytestmark = pytest.mark.shared
+
 SPEC_EXAMPLES = fenced_examples(SHARED / "spec") if SHARED.is_dir() else []
 GOLDEN = sorted((SHARED / "iml").glob("golden*/*.ilang")) if SHARED.is_dir() else []
 

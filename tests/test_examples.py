@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from envelopes.declarations import AUTHORITY_OF_WRITER, COMPLETE_FORMS, WRITER_STATES
-from harness.cli import ilh
+from harness.cli.main import ilh
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -16,7 +16,7 @@ from graders import baseline
 from graders.baseline import is_runner_hook, is_test_file, tampering
 from graders.criteria import GradingCriterion
 from graders.tool_checks import untrusted_checks
-from harness.cli import ilh
+from harness.cli.main import ilh
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from harness.cli import ilh
+from harness.cli.main import ilh
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 DESIGN_KEYS = {"verdict", "score", "threshold", "criteria", "missing", "status_line"}
@@ -252,7 +252,7 @@ ALL += ["revise_then_complete", "model_graded"]
 
 @pytest.mark.parametrize("example", ALL)
 def test_example_task_files_are_valid(example: str) -> None:
-    from harness.task import load_task
+    from harness.inputs.task_file import load_task
 
     task = load_task(EXAMPLES / example / "task.toml")
     assert task.spec.rubric is not None

@@ -16,8 +16,8 @@ from graders.criteria import GradingCriterion, GradingRubric
 from graders.model_judge import AnswerContext, ModelVerdict, judge, read_answer
 from graders.scoring import CriterionOutcome, decide
 from graders.tool_checks import DEFAULT_CHECK_TIMEOUT_S, ToolCheck, run_check
-from harness.commands import run_shell
-from harness.model import ModelCallError, ModelReply, ModelRequest
+from harness.models.interface import ModelCallError, ModelReply, ModelRequest
+from harness.workspace.commands import run_shell
 from tests.test_grader_run import CLAIM, HELLO, WRITE, drive, make_task, scripted_grader, turn
 from tests.test_grader_scoring import Done
 
@@ -297,9 +297,9 @@ def test_grader_timeout_cut_by_the_time_budget_stops_for_budget(tmp_path: Path) 
 
 
 def test_a_file_name_cannot_forge_what_the_grader_inspected(tmp_path: Path) -> None:
-    from harness.grader_session import files_seen
-    from harness.tools import ToolCall, dispatch
-    from harness.workspace import Workspace
+    from harness.grading.session import files_seen
+    from harness.workspace.folder import Workspace
+    from harness.workspace.tools import ToolCall, dispatch
 
     ws = Workspace(tmp_path)
     (tmp_path / "a\nREADME.md:1:x").write_text("hit\n")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from harness.cli import ilh
-from harness.events import EventKind
-from harness.store import RunStore
+from harness.cli.main import ilh
+from harness.record.events import EventKind
+from harness.record.store import RunStore
 
 AGENT = [
     {

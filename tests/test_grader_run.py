@@ -13,17 +13,17 @@ from typing import Any
 import pytest
 
 from budgets.ledger import BudgetLedger
-from harness.envelope import Segment
-from harness.events import EventKind
-from harness.grader_envelope import GRADER_CONTRACT, GraderEnvelope
-from harness.model import Message, ModelReply, ModelRequest
-from harness.orchestrator import Orchestrator
-from harness.provenance import Provenance
-from harness.run_result import RunResult
-from harness.run_setup import budgets_of, lifecycle_of, workspace_for
-from harness.scripted import ScriptedCall, ScriptedClient, ScriptedTurn
-from harness.store import RunStore
-from harness.task import Task, TaskFile
+from harness.context.agent import Segment
+from harness.enforce.provenance import Provenance
+from harness.grading.context import GRADER_CONTRACT, GraderEnvelope
+from harness.inputs.task_file import Task, TaskFile
+from harness.models.interface import Message, ModelReply, ModelRequest
+from harness.models.scripted import ScriptedCall, ScriptedClient, ScriptedTurn
+from harness.record.events import EventKind
+from harness.record.results import RunResult
+from harness.record.store import RunStore
+from harness.run.orchestrator import Orchestrator
+from harness.run.setup import budgets_of, lifecycle_of, workspace_for
 from tests.harness_helpers import Recording
 
 CLAIM = "::STATUS{@TASK|state:claimed_complete|by:@AGENT|authority:proposal}"

@@ -19,10 +19,10 @@ from graders.model_judge import ModelVerdict
 from graders.report import GradeReport, verdict_status
 from graders.scoring import CriterionOutcome, decide
 from graders.tool_checks import DEFAULT_CHECK_TIMEOUT_S, ToolCheck, run_check, run_checks
-from harness.authority import classify
-from harness.claims import read_claims
-from harness.commands import run_shell
-from harness.lifecycle import Lifecycle
+from harness.enforce.authority import classify
+from harness.enforce.claims import read_claims
+from harness.enforce.lifecycle import Lifecycle
+from harness.workspace.commands import run_shell
 
 RESULTS = ("pass", "fail", "unknown")
 

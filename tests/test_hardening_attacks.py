@@ -9,15 +9,15 @@ import pytest
 
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import BudgetKind, State
-from harness.authority import classify
-from harness.claims import read_claims
-from harness.events import EventKind
-from harness.resume import resumed_ledger
-from harness.run_setup import budgets_of
-from harness.store import RunStore
-from harness.task import load_task
-from harness.tools import ToolCall, dispatch
-from harness.workspace import Workspace
+from harness.enforce.authority import classify
+from harness.enforce.claims import read_claims
+from harness.inputs.task_file import load_task
+from harness.record.events import EventKind
+from harness.record.store import RunStore
+from harness.run.resume import resumed_ledger
+from harness.run.setup import budgets_of
+from harness.workspace.folder import Workspace
+from harness.workspace.tools import ToolCall, dispatch
 
 STRICT = "::STATUS{@TASK|state:claimed_complete|by:@AGENT|authority:proposal}"
 

@@ -14,19 +14,19 @@ from envelopes.declarations import (
     State,
     Status,
 )
-from harness.authority import Proposal, classify
-from harness.claims import read_claims
-from harness.lifecycle import IllegalTransition, Lifecycle, StatusEntry
-from harness.provenance import (
+from harness.enforce.authority import Proposal, classify
+from harness.enforce.claims import read_claims
+from harness.enforce.lifecycle import IllegalTransition, Lifecycle, StatusEntry
+from harness.enforce.provenance import (
     STATUS_AUTHORITY,
     Provenance,
     authority_of,
     is_status_writer,
     writer_entity,
 )
-from harness.transitions import EDGES, TERMINAL, is_legal
+from harness.enforce.transitions import EDGES, TERMINAL, is_legal
 
-# The §4 diagram, written out independently of harness.transitions: (from, to, writer).
+# The §4 diagram, written out independently of harness.enforce.transitions: (from, to, writer).
 SPEC_EDGES: set[tuple[State, State, Authority]] = {
     (State.CREATED, State.RUNNING, Authority.COMMIT),
     (State.RUNNING, State.CLAIMED_COMPLETE, Authority.PROPOSAL),
@@ -355,8 +355,8 @@ def test_provenance_to_authority_is_design_section_3() -> None:
 
 
 def test_a_reason_that_names_the_budget_never_produces_a_complete_form() -> None:
-    from harness.authority import classify
-    from harness.claims import read_claims
+    from harness.enforce.authority import classify
+    from harness.enforce.claims import read_claims
 
     for reason in ("budget", "Budget", "budget_exhausted", "low_budget", "out_of_budget"):
         fields = f"@TASK|state:claimed_complete|reason:{reason}|by:@AGENT|authority:proposal"

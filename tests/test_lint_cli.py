@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envelopes.errors import ERROR_CODES
-from harness.cli import ilh
-from tests.conftest import SHARED
+from harness.cli.main import ilh
 
 
 def lint(*args: str, stdin: str | None = None) -> tuple[int, str]:
@@ -112,8 +111,8 @@ def test_markdown_files_lint_their_ilang_fences(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["SPEC-v4.0-FINAL.md", "SPEC-v5.0.md"])
-def test_the_spec_lints_without_errors(name: str) -> None:
-    code, out = lint("--json", str(SHARED / "spec" / name))
+def test_the_spec_lints_without_errors(name: str, shared_dir: Path) -> None:
+    code, out = lint("--json", str(shared_dir / "spec" / name))
     assert code == 0, out
 
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.clients.local_client import (
+from harness.inputs.errors import InputError
+from harness.models.clients.local_client import (
     _without_weight_repacking,
     local_messages,
     parse_tool_calls,
     smollm2_path,
     tools_prompt,
 )
-from harness.input_errors import InputError
-from harness.model import Message
-from harness.tools import ToolCall, tool_specs
+from harness.models.interface import Message
+from harness.workspace.tools import ToolCall, tool_specs
 
 
 def test_tools_are_described_in_the_system_message() -> None:
@@ -86,12 +86,12 @@ def test_the_gguf_override_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 def test_without_the_extra_the_message_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from harness import run_setup
-    from harness.clients import local_client
+    from harness.models.clients import local_client
+    from harness.run import setup as run_setup
 
     task_file = tmp_path / "task.toml"
     task_file.write_text('[task]\nid = "t"\nobjective = "x"\n')
-    from harness.task import load_task
+    from harness.inputs.task_file import load_task
 
     task = load_task(task_file)
     assert run_setup.model_uri(task, None) == "local:smollm2"  # the offline default
@@ -103,9 +103,9 @@ def test_without_the_extra_the_message_says_how_to_install_it(
 def test_an_unknown_local_model_is_bad_input(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from harness import run_setup
-    from harness.clients import local_client
-    from harness.task import load_task
+    from harness.inputs.task_file import load_task
+    from harness.models.clients import local_client
+    from harness.run import setup as run_setup
 
     task_file = tmp_path / "task.toml"
     task_file.write_text('[task]\nid = "t"\nobjective = "x"\n')

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from envelopes.isolation import wrap_untrusted
-from harness.clients.estimate import wire_text_tokens
-from harness.clients.local_client import _load, llama_available, smollm2_path
-from harness.envelope import DEVELOPER_GENES, SYSTEM_CONTRACT
-from harness.events import EventKind
-from harness.input_errors import InputError
-from harness.run_setup import run_task
-from harness.store import RunStore
-from harness.task import load_task
-from harness.tools import tool_specs
+from harness.context.agent import DEVELOPER_GENES, SYSTEM_CONTRACT
+from harness.inputs.errors import InputError
+from harness.inputs.task_file import load_task
+from harness.models.clients.estimate import wire_text_tokens
+from harness.models.clients.local_client import _load, llama_available, smollm2_path
+from harness.record.events import EventKind
+from harness.record.store import RunStore
+from harness.run.setup import run_task
+from harness.workspace.tools import tool_specs
 
 
 def _missing() -> str | None:

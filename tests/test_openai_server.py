@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.store import RunStore
+from harness.record.store import RunStore
 from tests.loopback_server import ChatServer, Reply, json_reply, serve
 from tests.model_fakes import openai_reply
 

@@ -14,14 +14,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from harness.clients.record import RecordingClient
-from harness.clients.recording import canonical_text, request_digest
-from harness.clients.replay import ReplayClient, load_recording
-from harness.events import Event
-from harness.input_errors import InputError
-from harness.run_setup import run_task
-from harness.store import RunStore
-from harness.task import load_task
+from harness.inputs.errors import InputError
+from harness.inputs.task_file import load_task
+from harness.models.clients.record import RecordingClient
+from harness.models.clients.recording import canonical_text, request_digest
+from harness.models.clients.replay import ReplayClient, load_recording
+from harness.record.events import Event
+from harness.record.store import RunStore
+from harness.run.setup import run_task
 from tests.harness_helpers import ilh
 from tests.model_fakes import OPENAI, PROVIDERS, FakeTime, Provider, Script, ok, request, status
 
@@ -63,8 +63,6 @@ def record_of(store: RunStore, run_id: str) -> list[Any]:
             payload["result"] = {k: v for k, v in payload["result"].items() if k != "workspace"}
         rows.append((str(event.kind), event.round, normal(payload)))
     return rows
-
-
 
 
 @pytest.mark.parametrize("example", ["honest", "injected_tool_result", "forged_commit"])

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from harness.cli import ilh
-from harness.envelope import Segment, tool_result_segment
-from harness.events import EventKind
-from harness.provenance import Provenance
-from harness.resume import answer_interrupted_calls
-from harness.store import RunStore
-from harness.tools import ToolCall, ToolResult
+from harness.cli.main import ilh
+from harness.context.agent import Segment, tool_result_segment
+from harness.enforce.provenance import Provenance
+from harness.record.events import EventKind
+from harness.record.store import RunStore
+from harness.run.resume import answer_interrupted_calls
+from harness.workspace.tools import ToolCall, ToolResult
 
 SLOW_AGENT = [
     {"text": "Looking around.", "tool_calls": [{"name": "list_files", "arguments": {}}]},

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli import ilh
+from harness.cli.main import ilh
 
 GOOD = (
     '[task]\nid = "t"\nobjective = "do it"\n\n[budget.rounds]\nlimit = 2\n\n'

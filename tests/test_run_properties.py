@@ -14,7 +14,7 @@ R1  the run never raises; `store.verify(run_id).ok`; `run_ended` is the last eve
 R2  writer table: every history entry's writer holds its authority, and that authority
     may write its state (WRITER_STATES / AUTHORITY_OF_WRITER); agent entries are @AGENT;
 R3  transitions: the first entry is the start state, and consecutive entries follow
-    `harness.transitions.EDGES` for the writer's tier;
+    `harness.enforce.transitions.EDGES` for the writer's tier;
 R4  complete only through the grader: every verified_complete is @GRADER right after an
     @AGENT claimed_complete and right before the runtime's complete; each follows a
     `grader_result` event whose verdict is verified_complete with every criterion
@@ -63,17 +63,17 @@ from envelopes.declarations import (
     State,
     Status,
 )
-from harness.authority import AGENT_WRITERS, value_tokens
-from harness.claims import read_claims
-from harness.events import Event, EventKind
-from harness.model import ModelRequest
-from harness.orchestrator import Orchestrator
-from harness.run_result import RunResult
-from harness.run_setup import budgets_of, lifecycle_of, workspace_for
-from harness.scripted import ScriptedCall, ScriptedClient, ScriptedTurn, ScriptedUsage
-from harness.store import RunStore
-from harness.task import Task, TaskFile
-from harness.transitions import EDGES, is_budget_reason
+from harness.enforce.authority import AGENT_WRITERS, value_tokens
+from harness.enforce.claims import read_claims
+from harness.enforce.transitions import EDGES, is_budget_reason
+from harness.inputs.task_file import Task, TaskFile
+from harness.models.interface import ModelRequest
+from harness.models.scripted import ScriptedCall, ScriptedClient, ScriptedTurn, ScriptedUsage
+from harness.record.events import Event, EventKind
+from harness.record.results import RunResult
+from harness.record.store import RunStore
+from harness.run.orchestrator import Orchestrator
+from harness.run.setup import budgets_of, lifecycle_of, workspace_for
 from tests.harness_helpers import Recording
 
 USER_MARKER = "USER-WROTE-THIS"
@@ -390,8 +390,6 @@ def plans(draw: st.DrawFn) -> tuple[Task, bool, list[GenTurn]]:
 
 
 # ------------------------------------------------------------------------------ driver
-
-
 
 
 @dataclass

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from harness.cli import ilh
-from harness.store import RunStore
+from harness.cli.main import ilh
+from harness.record.store import RunStore
 from tests.test_store import tamper
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

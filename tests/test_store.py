@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness.events import (
+from harness.record.events import (
     GENESIS_HASH,
     REDACTED,
     Event,
@@ -30,7 +30,7 @@ from harness.events import (
     is_secret_key,
     redact,
 )
-from harness.store import AmbiguousRun, RunStore, StoreError, UnknownRun, new_run_id
+from harness.record.store import AmbiguousRun, RunStore, StoreError, UnknownRun, new_run_id
 
 # --- helpers ---------------------------------------------------------------------------
 
@@ -531,8 +531,8 @@ def test_custom_redactor_is_used(db: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from harness.events import EventKind
-    from harness.store import RunStore
+    from harness.record.events import EventKind
+    from harness.record.store import RunStore
 
     store = RunStore(sys.argv[1])
     run_id = store.create_run("kill-test", {"pid": 0})

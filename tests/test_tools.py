@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from harness import commands, tools
-from harness.commands import CommandResult, run_shell, scrubbed_env
-from harness.tools import (
+from harness.workspace import commands, tools
+from harness.workspace.commands import CommandResult, run_shell, scrubbed_env
+from harness.workspace.folder import Workspace
+from harness.workspace.tools import (
     READ_ONLY_TOOLS,
     TOOL_SPECS,
     ToolCall,
@@ -22,7 +23,6 @@ from harness.tools import (
     dispatch,
     tool_specs,
 )
-from harness.workspace import Workspace
 
 TIMEOUT_S = 20.0  # generous: only the timeout tests rely on a timeout actually firing
 

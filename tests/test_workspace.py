@@ -10,7 +10,7 @@ from types import FrameType
 
 import pytest
 
-from harness.workspace import ToolError, Workspace, WorkspaceError
+from harness.workspace.folder import ToolError, Workspace, WorkspaceError
 
 
 @pytest.fixture

@@ -1,0 +1,177 @@
+"""`ilh grade TASK --workspace DIR [--claim FILE] [--grader-model URI]`: grade a completion
+claim made outside the harness (e.g. a CI job checking an agent's branch).
+
+The grader is the one `ilh run` uses (`harness.grading.grader`): tool checks in DIR, model-judged
+criteria by the grader model in a fresh context (unknown without one), the spec §7 audit.
+The claim file, when given, is read like agent text with the hostile reader; its claims
+are context for the grader and decide nothing.
+
+Exit 0 verified, 1 needs revision, 2 bad input (DESIGN §6). `--json` prints exactly the
+DESIGN §6 object; people get a rich table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from budgets.ledger import BudgetLedger
+from graders.evidence import AgentClaim
+from graders.report import GradeReport
+from harness.cli.options import GRADER_MODEL_OPTION
+from harness.grading.grader import Grader, claims_from_text, grading_rubric
+from harness.inputs.errors import InputError, read_utf8
+from harness.inputs.task_file import load_task
+from harness.models.clients.options import NO_OPTIONS
+from harness.run.orchestrator import objective_of, task_blocks
+from harness.run.setup import budgets_of, close_client, grader_client_for
+from harness.workspace.folder import Workspace, WorkspaceError
+from harness.workspace.interrupts import immediate_interrupts
+
+EXIT_VERIFIED = 0
+EXIT_NEEDS_REVISION = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+_RESULT_STYLE = {"pass": "green", "fail": "red", "unknown": "yellow"}
+
+
+def read_claim_file(path: Path) -> list[AgentClaim]:
+    text = read_utf8(path, "the claim file")
+    return claims_from_text(text, path)
+
+
+async def grade_task(
+    task_file: Path,
+    workspace_dir: Path,
+    claim_file: Path | None,
+    grader_model: str | None,
+    baseline: Path | None = None,
+) -> tuple[GradeReport, list[AgentClaim]]:
+    """Everything `ilh grade` does but the output. Bad input raises InputError."""
+    task = load_task(task_file)
+    if task.spec.rubric is None:
+        raise InputError(
+            task_file,
+            "E303",
+            "[rubric] is missing: ilh grade needs [task] and [rubric] (DESIGN §5)",
+        )
+    try:
+        workspace = Workspace(workspace_dir)
+    except WorkspaceError as err:
+        raise InputError("--workspace", "E500", str(err)) from None
+    if baseline is not None and not baseline.is_dir():
+        raise InputError("--baseline", "E500", f"{baseline} is not a folder")
+    claims = read_claim_file(claim_file) if claim_file is not None else []
+    client = grader_client_for(grader_model, task, NO_OPTIONS)
+    grader = Grader(
+        rubric=grading_rubric(task),
+        objective=objective_of(task),
+        task_blocks=task_blocks(task),
+        workspace=workspace,
+        # The task's budgets, if any, bound the grader: it draws on the audit pool.
+        ledger=BudgetLedger(budgets_of(task)),
+        client=client,
+        baseline=baseline,
+    )
+    try:
+        return await grader.grade(claims), claims
+    finally:
+        if client is not None:
+            await close_client(client)
+
+
+def show(console: Console, report: GradeReport, claims: list[AgentClaim], claimed: bool) -> None:
+    table = Table(title="ilh grade", show_lines=False)
+    for column in ("criterion", "weight", "result", "via", "detail"):
+        table.add_column(column)
+    for o in report.audit.outcomes:
+        style = _RESULT_STYLE[o.result]
+        table.add_row(
+            escape(o.id), f"{o.weight:g}", f"[{style}]{o.result}[/]", o.via, escape(o.detail)
+        )
+    console.print(table)
+    verified = report.verdict == "verified_complete"
+    style = "bold green" if verified else "bold yellow"
+    console.print(
+        f"[{style}]{report.verdict}[/]  score {report.score:g} / threshold {report.threshold:g}"
+        + ("" if verified else f"  missing: {escape(', '.join(report.missing))}")
+    )
+    console.print(f"[dim]{escape(report.status_line)}[/]")
+    console.print("[bold]evidence map[/]")
+    for line in report.audit.evidence.lines():
+        console.print(f"  {escape(line)}")
+    console.print("[bold]completion audit[/] (spec §7)")
+    for step in report.audit.steps:
+        console.print(f"  [cyan]{escape(step.pattern)}[/]")
+        for finding in step.findings:
+            console.print(f"    {escape(finding)}")
+    if claimed and not claims:
+        console.print("[yellow]note[/] the claim file holds no ::STATUS or ::EVIDENCE claim")
+    for note in report.notes:
+        console.print(f"[yellow]note[/] {escape(note)}")
+    if report.grader_model is not None:
+        console.print(
+            f"grader {escape(report.grader_model)}: {report.tokens.input} in / "
+            f"{report.tokens.output} out tokens, {len(report.calls)} call(s)"
+        )
+
+
+@click.command()
+@click.argument("task_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--workspace",
+    "workspace_dir",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The workspace to grade (checks run in it; the grader model reads it).",
+)
+@click.option(
+    "--claim",
+    "claim_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The agent's claim (its ::STATUS/::EVIDENCE lines): context, never evidence.",
+)
+@GRADER_MODEL_OPTION
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="The workspace as it was before the agent worked (say, the base branch's "
+    "checkout): tool checks are trusted only while its test files are unchanged.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (DESIGN §6) on stdout.")
+def grade(
+    task_file: Path,
+    workspace_dir: Path,
+    claim_file: Path | None,
+    grader_model: str | None,
+    baseline: Path | None,
+    as_json: bool,
+) -> None:
+    """Grade the work in a workspace against TASK_FILE's rubric.
+
+    Exit 0 verified, 1 needs revision, 2 bad input, 130 interrupted."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        with immediate_interrupts():
+            report, claims = asyncio.run(
+                grade_task(task_file, workspace_dir, claim_file, grader_model, baseline)
+            )
+    except InputError as bad:
+        err.print(f"[bold red]error[/] {escape(bad.render())}", markup=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except KeyboardInterrupt:
+        err.print("interrupted: nothing was graded (the running check was stopped)")
+        sys.exit(EXIT_INTERRUPTED)
+    if as_json:
+        click.echo(json.dumps(report.design_json(), ensure_ascii=False))
+    else:
+        show(Console(highlight=False, soft_wrap=True), report, claims, claim_file is not None)
+    sys.exit(EXIT_VERIFIED if report.verdict == "verified_complete" else EXIT_NEEDS_REVISION)

@@ -1,0 +1,215 @@
+"""`ilh run TASK` and `ilh run --resume RUN`: run an agent task under enforced v4 semantics."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from harness.cli.options import GRADER_MODEL_OPTION
+from harness.inputs.errors import InputError
+from harness.inputs.task_file import load_task
+from harness.models.clients.options import NO_OPTIONS, ClientOptions
+from harness.record.results import RunResult
+from harness.record.store import RunStore, StoreError, UnknownRun
+from harness.run.batch import run_tasks
+from harness.run.orchestrator import no_progress
+from harness.run.progress import live_progress, summary
+from harness.run.resume import resume_run
+from harness.run.setup import default_store, run_task
+from harness.workspace.interrupts import immediate_interrupts
+
+RESUME_FLAG = "\0flag"
+
+
+class Interrupted(Exception):
+    """Ctrl-C: the runs were left as a kill leaves them (resumable, their record intact)."""
+
+    def __init__(self, run_ids: list[str]) -> None:
+        super().__init__(", ".join(run_ids))
+        self.run_ids = run_ids
+
+
+@contextmanager
+def interruption_reported(store: RunStore, resumed: str | None) -> Iterator[None]:
+    try:
+        yield
+    except KeyboardInterrupt:
+        ids = list(store.created_run_ids)
+        if resumed not in (None, RESUME_FLAG):
+            with suppress(UnknownRun, StoreError):
+                ids.append(store.resolve_run_id(str(resumed)))
+        raise Interrupted(ids) from None
+
+
+def execute(
+    task_file: Path | None,
+    resume: str | None,
+    model: str | None,
+    store_path: Path | None,
+    as_json: bool,
+    grader_model: str | None = None,
+    options: ClientOptions = NO_OPTIONS,
+) -> RunResult:
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    progress = no_progress if as_json else live_progress(err)
+    if resume not in (None, RESUME_FLAG) and Path(str(resume)).is_file() and task_file is None:
+        task_file, resume = Path(str(resume)), RESUME_FLAG  # `--resume task.toml`
+    with default_store(store_path) as store, interruption_reported(store, resume):
+        if task_file is not None:
+            task = load_task(task_file)
+            return asyncio.run(
+                run_task(
+                    task,
+                    store,
+                    model=model,
+                    resume=resume is not None,
+                    progress=progress,
+                    grader_model=grader_model,
+                    options=options,
+                )
+            )
+        if resume in (None, RESUME_FLAG):
+            raise click.UsageError("give a TASK_FILE, or --resume RUN to continue a recorded run")
+        return asyncio.run(
+            resume_run(
+                store,
+                str(resume),
+                model=model,
+                progress=progress,
+                options=options,
+                grader_model=grader_model,
+            )
+        )
+
+
+def execute_many(
+    task_files: tuple[Path, ...],
+    resume: str | None,
+    model: str | None,
+    store_path: Path | None,
+    grader_model: str | None,
+    options: ClientOptions,
+    concurrency: int,
+) -> list[RunResult]:
+    """Several TASK_FILEs, at most `concurrency` at a time (harness.run.batch). Live progress
+    is off: the lines of concurrent runs would interleave; each run's summary follows."""
+    if resume not in (None, RESUME_FLAG):
+        raise click.UsageError("--resume RUN continues one recorded run; give no TASK_FILE")
+    with default_store(store_path) as store, interruption_reported(store, resume):
+        return asyncio.run(
+            run_tasks(
+                task_files,
+                store,
+                concurrency=concurrency,
+                model=model,
+                resume=resume is not None,
+                options=options,
+                grader_model=grader_model,
+            )
+        )
+
+
+@click.command()
+@click.argument("task_files", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--resume",
+    is_flag=False,
+    flag_value=RESUME_FLAG,
+    default=None,
+    metavar="[RUN]",
+    help="With TASK_FILE: run a task that starts stopped. With RUN: continue that recorded run.",
+)
+@click.option(
+    "--model", help="Model URI, overriding [agent].model (scripted:PATH, replay:PATH, …)."
+)
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Run store (default .ilh/runs.db).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object (DESIGN §6) on stdout.")
+@GRADER_MODEL_OPTION
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Server for openai:/anthropic: models (an OpenAI-compatible one: vLLM, llama.cpp, "
+    "Ollama, LM Studio; a proxy).",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Append every model call (request digest and response) to this file; replay:PATH "
+    "serves it back offline.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With several TASK_FILEs: how many run at once.",
+)
+def run(
+    task_files: tuple[Path, ...],
+    resume: str | None,
+    model: str | None,
+    store_path: Path | None,
+    as_json: bool,
+    grader_model: str | None,
+    base_url: str | None,
+    record_path: Path | None,
+    concurrency: int,
+) -> None:
+    """Run TASK_FILE under enforced iLang v4 semantics.
+
+    Several TASK_FILEs run as a batch (--concurrency at a time), each with its own
+    budgets and run record; with --json the output is then a JSON array of results, in
+    the order the files were given.
+
+    Exit 0 when complete was committed (for every task), 3 when a run ended otherwise,
+    2 on bad input, 1 on an internal error."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    options = ClientOptions(base_url=base_url, record=record_path)
+    try:
+        with immediate_interrupts():
+            if len(task_files) > 1:
+                results = execute_many(
+                    task_files, resume, model, store_path, grader_model, options, concurrency
+                )
+            else:
+                task_file = task_files[0] if task_files else None
+                results = [
+                    execute(task_file, resume, model, store_path, as_json, grader_model, options)
+                ]
+    except InputError as bad:
+        err.print(f"[bold red]error[/] {bad.render()}", markup=True)
+        sys.exit(2)
+    except (UnknownRun, StoreError) as bad:
+        err.print(f"[bold red]error[/] {bad}", markup=True)
+        sys.exit(2)
+    except Interrupted as stop:
+        # Nothing is committed for a Ctrl-C: the run stays exactly where its last event
+        # left it, as after a kill, and --resume continues it from there.
+        for run_id in stop.run_ids:
+            err.print(
+                f"interrupted: run {run_id} is resumable, its record intact; continue it "
+                f"with `ilh run --resume {run_id}`"
+            )
+        if not stop.run_ids:
+            err.print("interrupted before any run started")
+        sys.exit(130)
+    if as_json and len(task_files) > 1:
+        click.echo("[" + ",".join(r.model_dump_json() for r in results) + "]")
+    elif as_json:
+        click.echo(results[0].model_dump_json())
+    else:
+        for result in results:
+            summary(Console(highlight=False, soft_wrap=True), result)
+    sys.exit(max(r.exit_code for r in results))

@@ -1,0 +1,138 @@
+"""`ilh runs list|show|verify|export`: the run record."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Column, Table
+
+from harness.record.events import EventKind
+from harness.record.store import RunStore, StoreError, UnknownRun
+
+STORE_OPTION = click.option(
+    "--store",
+    "store_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path(".ilh") / "runs.db",
+    show_default=True,
+    help="Run store.",
+)
+
+
+def open_store(path: Path) -> RunStore:
+    try:
+        return RunStore(path, create=False)
+    except StoreError as err:
+        raise click.UsageError(f"no run store at {path}: {err}") from err
+
+
+@click.group()
+def runs() -> None:
+    """The run record: list, show, verify and export runs."""
+
+
+@runs.command("list")
+@STORE_OPTION
+@click.option("--json", "as_json", is_flag=True)
+def list_runs(store_path: Path, as_json: bool) -> None:
+    """Every run in the store, oldest first."""
+    with open_store(store_path) as store:
+        summaries = store.list_runs()
+    if as_json:
+        click.echo(json.dumps([s.model_dump(mode="json") for s in summaries], ensure_ascii=False))
+        return
+    # The run id is what `show`, `verify` and `--resume` take: never cut; the rest folds.
+    # (It begins with the creation time, which --json gives in full.)
+    table = Table(
+        Column("run", no_wrap=True),
+        *(Column(h, overflow="fold") for h in ("task", "events", "last state", "ended by")),
+    )
+    for s in summaries:
+        table.add_row(
+            s.run_id,
+            escape(s.task_id),
+            str(s.events),
+            s.last_state or "-",
+            s.ended_by or "-",
+        )
+    Console(highlight=False).print(table)
+
+
+@runs.command("show")
+@click.argument("run_ref", metavar="RUN")
+@STORE_OPTION
+@click.option("--json", "as_json", is_flag=True, help="The run's result (DESIGN §6) if it ended.")
+def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
+    """A run's status history, proposals and violations (RUN may be a unique prefix)."""
+    with open_store(store_path) as store:
+        try:
+            summary = store.get_run(run_ref)
+            events = store.events(summary.run_id)
+        except UnknownRun as err:
+            raise click.UsageError(str(err)) from err
+    ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
+    if as_json:
+        click.echo(json.dumps(ended.payload["result"] if ended else None, ensure_ascii=False))
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(
+        f"[bold]run[/] {summary.run_id} · task {escape(summary.task_id)} · {summary.events} events"
+    )
+    for event in events:
+        data = event.payload
+        if event.kind is EventKind.STATE_CHANGE:
+            console.print(f"  round {event.round} [cyan]status[/] {escape(str(data.get('line')))}")
+        elif event.kind is EventKind.PROPOSAL:
+            console.print(
+                f"  round {event.round} proposal {data.get('disposition')}: "
+                f"{escape(str(data.get('line')))[:90]}"
+            )
+        elif event.kind is EventKind.VIOLATION:
+            console.print(
+                f"  round {event.round} [red]violation[/] {data.get('kind')}: "
+                f"{escape(str(data.get('detail')))}"
+            )
+        elif event.kind is EventKind.GRADER_RESULT:
+            missing = ", ".join(data.get("missing") or []) or "none"
+            console.print(
+                f"  round {event.round} [magenta]grader[/] {data.get('verdict')} score "
+                f"{data.get('score')} / {data.get('threshold')}; missing: {escape(missing)}"
+            )
+        elif event.kind is EventKind.RUN_ENDED:
+            console.print(f"  [bold]ended by[/] {data.get('ended_by')}")
+
+
+@runs.command("verify")
+@click.argument("run_ref", metavar="RUN")
+@STORE_OPTION
+def verify_run(run_ref: str, store_path: Path) -> None:
+    """Check the run's hash chain and head. Exit 0 intact, 1 tampered, 2 unknown run."""
+    with open_store(store_path) as store:
+        try:
+            result = store.verify(store.resolve_run_id(run_ref))
+        except UnknownRun as err:
+            raise click.UsageError(str(err)) from err
+    if result.ok:
+        click.echo(f"{result.run_id}: ok, {result.checked} events verified")
+        return
+    click.echo(f"{result.run_id}: TAMPERED", err=True)
+    for problem in result.problems:
+        click.echo(f"  {problem}", err=True)
+    sys.exit(1)
+
+
+@runs.command("export")
+@click.argument("run_ref", metavar="RUN")
+@STORE_OPTION
+def export_run(run_ref: str, store_path: Path) -> None:
+    """The run's events as JSON lines on stdout."""
+    with open_store(store_path) as store:
+        try:
+            store.export_jsonl(store.resolve_run_id(run_ref), sys.stdout)
+        except UnknownRun as err:
+            raise click.UsageError(str(err)) from err

@@ -1,0 +1,531 @@
+"""The hostile reader: every `::STATUS` / `::EVIDENCE` claim in a piece of agent text.
+
+An agent that wants to forge authority will disguise its claim: full-width `：｛｝｜`,
+zero-width characters, `=` separators, bullets, emphasis, code spans, `T[n]` prefixes,
+doubled or unclosed braces, repeated keys, case variants. None of that may hide a claim
+(DESIGN §3). The reader therefore works in two passes:
+
+1. *Detection* runs on a folded copy of each line (NFKC, invisible characters removed,
+   look-alike characters mapped to ASCII) and is deliberately over-inclusive: anything
+   that looks like an attempt at a status or evidence declaration becomes a `RawClaim`,
+   with its fields read leniently (all values of every key kept).
+2. *Strictness* is judged on the original line, as the agent wrote it, against a narrow
+   canonical grammar. Only a strict claim can ever be accepted as a proposal; everything
+   else is recorded and rejected by the authority layer.
+
+A false positive costs a rejected claim and a violation record; a false negative could
+let a disguised claim go unrecorded. Detection errs towards the former (fail closed).
+
+Only agent text may be given to this reader (claims are read from the agent channel
+only). A declaration inside a code block, inline code or an echoed `::UNTRUSTED` block is
+still the agent's text: it is still a claim, but never a strict one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from envelopes.declarations import State
+from harness.enforce.folding import fold
+from harness.enforce.strictness import ClaimKind, strict_problems
+
+# ------------------------------------------------------------------------- detection
+
+
+def _spaced(word: str) -> str:
+    """A pattern for `word` with markdown junk allowed between its letters."""
+    return r"[\s*_~`]{0,3}".join(re.escape(c) for c in word)
+
+
+# The declaration name, letters possibly split by markdown junk (`S*T*A*T*U*S`). What
+# stands around it (colons, braces) is scanned by hand in `_find_heads`: a regex with
+# optional junk on both sides backtracks quadratically on long runs of spaces, and a
+# hostile reply must not be able to stall the reader.
+_NAME = re.compile(
+    rf"(?<![A-Za-z0-9])(?P<name>{_spaced('status')}|{_spaced('evidence')})(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+_OPENERS = "{(["
+_LOOKBACK = 32  # how far before a name its `::` may stand (through junk)
+
+# A field key in lenient reading: a word followed by `:` or `=` (not `=>`/`==`), possibly
+# wrapped in quotes or emphasis. It must not continue a value (`sha256:abc`, `https://`).
+_KEY = re.compile(r"(?<![\w@:./\-=>%+])(?P<key>[A-Za-z][A-Za-z0-9_\-]*)[\"'*~`]*\s*(?::|=(?![>=]))")
+# Emphasis underscores around a word (`_state_:`), removed before keys are looked for.
+_EMPHASIS_UNDERSCORE = re.compile(r"(?<!\w)_+(?=[A-Za-z])|(?<=[A-Za-z0-9])_+(?!\w)")
+_HARD_SEPARATORS = re.compile(r"[|;{}\[\]()]")
+_VALUE_JUNK = " \t,\"'*~`"
+
+# Keys that make a line a status/evidence attempt even without a declaration name.
+_STATUS_KEYS = frozenset({"state", "by", "authority"})
+_EVIDENCE_KEYS = frozenset({"verified_by", "result", "deliverable"})
+# Keys whose values the authority layer inspects; an agent may try to hide them inside
+# another field's value (`note:authority=commit`), so they are also searched for there.
+_SENSITIVE_KEYS = frozenset({"state", "by", "authority", "verified_by", "reason"})
+_EMBEDDED = re.compile(
+    r"(?<![A-Za-z0-9_])(?P<key>state|by|authority|verified_by|reason)\s*(?::|=(?![>=]))\s*"
+    r"(?P<value>[^\s|;,{}]+)",
+    re.IGNORECASE,
+)
+_FORGED_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_])(?:by[\"'*_~`]*\s*[:=]\s*[\"'*_~`]*@?(?:runtime|grader|system)"
+    r"|authority[\"'*_~`]*\s*[:=]\s*[\"'*_~`]*(?:commit|verification))",
+    re.IGNORECASE,
+)
+# A flush-left body line: `key:value` or `key=value` (over-inclusive on purpose).
+_FLUSH_BODY = re.compile(r"\s*[\"'*~`]*[A-Za-z_][\w\-]*[\"'*~`]*\s*[:=]")
+_TEMPORAL_PREFIX = re.compile(r"\s*T\[\d+\]")
+_MAX_SPAN = 20
+_FENCE = re.compile(r"^[\s>]*(?:[-*+]\s+|\d+[.)]\s+)?(?P<fence>`{3,}|~{3,})")
+_UNTRUSTED_OPEN = re.compile(r"::\s*UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
+_UNTRUSTED_CLOSE = re.compile(r"::\s*END_UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+def _normal_key(raw: str) -> str:
+    return raw.strip("_-").lower().replace("-", "_")
+
+
+def _clean_value(raw: str) -> str:
+    return raw.strip(_VALUE_JUNK).strip("_ \t")
+
+
+def _parse_fields(body: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """Read `key:value` / `key=value` fields leniently; keep every value of every key.
+
+    `|`, `;`, braces and brackets always separate fields; inside a segment a new key may
+    also start after whitespace or a comma (`state=stopped, by=@AGENT`). A comma that is
+    not followed by a key stays in the value, so `@SELF,@RUNTIME` is one compound value.
+    """
+    positional: list[str] = []
+    fields: list[tuple[str, str]] = []
+    for segment in _HARD_SEPARATORS.split(_EMPHASIS_UNDERSCORE.sub("", body)):
+        keys = list(_KEY.finditer(segment))
+        head = _clean_value(segment[: keys[0].start()] if keys else segment).lstrip(":= ")
+        if head:
+            positional.append(head)
+        for i, match in enumerate(keys):
+            end = keys[i + 1].start() if i + 1 < len(keys) else len(segment)
+            fields.append((_normal_key(match["key"]), _clean_value(segment[match.end() : end])))
+    return positional, fields
+
+
+def _embedded_fields(fields: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """Sensitive fields hidden inside another field's value: (key, value, host key)."""
+    found: list[tuple[str, str, str]] = []
+    for host, value in fields:
+        for match in _EMBEDDED.finditer(value):
+            key = match["key"].lower()
+            if key == host and match.start() == 0:
+                continue
+            found.append((key, _clean_value(match["value"]), host))
+    return found
+
+
+def _has_keys(fields: list[tuple[str, str]], wanted: frozenset[str]) -> set[str]:
+    return {key for key, _ in fields} & wanted
+
+
+# -------------------------------------------------------------------------- the model
+
+
+class RawClaim(BaseModel):
+    """One attempt at a declaration found in agent text, before any judgement."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ClaimKind
+    # Exactly as the agent wrote it: the whole header line, plus its body lines (joined
+    # with "\n") when the declaration continues below its header.
+    line: str
+    lineno: int  # 1-based
+    positional: tuple[str, ...] = ()
+    # Folded, lenient reading: every key (lower case) with all its values, in order.
+    fields: dict[str, tuple[str, ...]] = {}
+    strict: bool = False
+    malformations: tuple[str, ...] = ()
+    ambiguities: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _strict_means_no_defects(self) -> RawClaim:
+        if self.strict == bool(self.malformations or self.ambiguities):
+            raise ValueError("strict must be true exactly when no defect is recorded")
+        return self
+
+    def values(self, key: str) -> tuple[str, ...]:
+        """All values read for `key` (empty when absent)."""
+        return self.fields.get(key, ())
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def _context_flags(folded_lines: list[str]) -> Iterator[tuple[bool, bool]]:
+    """Per line: (inside a fenced code block, inside an echoed ::UNTRUSTED block)."""
+    fence: str | None = None
+    untrusted = False
+    for line in folded_lines:
+        match = _FENCE.match(line)
+        in_fence = fence is not None or match is not None
+        if match is not None:
+            marker = match["fence"]
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence):
+                fence = None
+        if _UNTRUSTED_OPEN.search(line):
+            untrusted = True
+        in_untrusted = untrusted
+        if _UNTRUSTED_CLOSE.search(line):
+            untrusted = False
+        yield in_fence, in_untrusted
+
+
+def _is_junk(ch: str) -> bool:
+    return ch.isspace() or ch in "*_~`'\""
+
+
+@dataclass(frozen=True)
+class _Head:
+    """A STATUS/EVIDENCE name on a folded line and what stands around it."""
+
+    start: int  # first character: the first colon before the name, else the name
+    name: str
+    end: int  # after the name, the junk after it and its run of opening brackets
+    colons: int  # colons (0-2) right before the name, through junk
+    opener: str  # the run of `{([` after the name ("" when none)
+    next_char: str  # the first character after the name and its junk ("" at line end)
+
+
+def _find_heads(folded: str) -> list[_Head]:
+    heads: list[_Head] = []
+    for match in _NAME.finditer(folded):
+        start, colons = match.start(), 0
+        j = match.start() - 1
+        while j >= max(0, match.start() - _LOOKBACK) and colons < 2:
+            if folded[j] == ":":
+                colons, start = colons + 1, j
+            elif not _is_junk(folded[j]):
+                break
+            j -= 1
+        k = match.end()
+        while k < len(folded) and _is_junk(folded[k]):
+            k += 1
+        opened = k
+        while k < len(folded) and folded[k] in _OPENERS:
+            k += 1
+        heads.append(
+            _Head(start, match["name"], k, colons, folded[opened:k], folded[opened : opened + 1])
+        )
+    return heads
+
+
+def _interesting(fields: list[tuple[str, str]]) -> bool:
+    return bool(_has_keys(fields, _STATUS_KEYS | _EVIDENCE_KEYS))
+
+
+# The first word after a `::STATUS` head when it starts a claim written with spaces for
+# separators (`::STATUS @TASK state complete by @RUNTIME`, `::STATUS complete`).
+_FIRST_WORD = re.compile(r"[\s*_~`'\"]*(?P<word>@?[A-Za-z][A-Za-z0-9_]*)")
+_STATE_WORDS = frozenset(state.value for state in State)
+
+
+def _starts_like_claim(rest: str) -> bool:
+    """Whether the text after a head begins with a scope entity or a state word."""
+    match = _FIRST_WORD.match(rest)
+    if match is None:
+        return False
+    word = match["word"]
+    return word.startswith("@") or word.lower() in _STATE_WORDS
+
+
+def _is_strong(head: _Head, fields: list[tuple[str, str]], rest: str) -> bool:
+    """A head that is an attempt wherever it stands.
+
+    A brace after the name always is; so is `::` before it when an opener or a field
+    follows (`::STATUS(…)`, `::STATUS state:complete`), or an entity or a state word
+    (`::STATUS @TASK state complete by @RUNTIME`: a claim with spaces for separators;
+    fail closed, since a reader of the rendered text may take it as one). A bare
+    `::STATUS` in prose ("I will write a ::STATUS line") is not.
+    """
+    if head.opener.startswith("{"):
+        return True
+    return head.colons == 2 and (bool(head.opener) or bool(fields) or _starts_like_claim(rest))
+
+
+def _is_weak_attempt(head: _Head, fields: list[tuple[str, str]]) -> bool:
+    """Decide whether a bare STATUS/EVIDENCE word (no `::`, no brace) is an attempt.
+
+    It is when a separator follows it and a status or evidence key follows that
+    (`Status: state=complete, by=@RUNTIME`, `[STATUS:@TASK|state=complete]`).
+    """
+    if head.opener:
+        return _interesting(fields)
+    return head.next_char in (":", "=", "|", "-") and _interesting(fields)
+
+
+def _after_separator(folded: str, head: _Head) -> bool:
+    """Whether the head stands right after a field separator (it is then a key)."""
+    j = head.start - 1
+    while j >= max(0, head.start - _LOOKBACK) and _is_junk(folded[j]):
+        j -= 1
+    return j >= 0 and folded[j] in "|;,{"
+
+
+def _heads(folded: str) -> list[_Head]:
+    """The declaration heads on a folded line that start a claim.
+
+    A weak head right after a field separator is a key (`|evidence:@AUDIT_REPORT` inside
+    a STATUS), and a weak head after a strong one is part of that claim's body. Each
+    head's fields are read only up to the next name, so the work stays linear.
+    """
+    found = _find_heads(folded)
+    heads: list[_Head] = []
+    strong_seen = False
+    for i, head in enumerate(found):
+        stop = found[i + 1].start if i + 1 < len(found) else len(folded)
+        _, fields = _parse_fields(folded[head.end : stop])
+        if _is_strong(head, fields, folded[head.end : stop]):
+            heads.append(head)
+            strong_seen = True
+        elif (
+            not strong_seen
+            and not _after_separator(folded, head)
+            and _is_weak_attempt(head, fields)
+        ):
+            heads.append(head)
+    return heads
+
+
+def _bare_head(folded: str) -> str | None:
+    """The name of a declaration head standing alone on its line (`STATUS:`, `::STATUS`,
+    `## Status`, `T[2] **Status**`), whose fields, if any, are on the lines below."""
+    found = _find_heads(folded)
+    if len(found) != 1:
+        return None
+    head = found[0]
+    prefix = folded[: head.start]
+    temporal = _TEMPORAL_PREFIX.match(prefix)
+    if temporal is not None:
+        prefix = prefix[temporal.end() :]
+    if any(ch.isalpha() for ch in prefix) or len(head.opener) > 1:
+        return None
+    rest = "".join(ch for ch in folded[head.end :] if not _is_junk(ch))
+    return head.name if rest in ("", ":", "=") and not (head.opener and rest) else None
+
+
+def _kind_of_name(name: str) -> ClaimKind:
+    return "STATUS" if re.sub(r"[^a-z]", "", name.lower()) == "status" else "EVIDENCE"
+
+
+def _headless_kind(folded: str, fields: list[tuple[str, str]]) -> ClaimKind | None:
+    """A line without a declaration name that still carries a status/evidence claim."""
+    status_keys = _has_keys(fields, _STATUS_KEYS)
+    starts_braced = folded.lstrip(" >*-+`_~\"'").startswith("{")
+    if len(status_keys) >= 2 or _FORGED_PAIR.search(folded) or (starts_braced and status_keys):
+        return "STATUS"
+    evidence_keys = _has_keys(fields, _EVIDENCE_KEYS)
+    if "verified_by" in evidence_keys and len(evidence_keys) >= 2:
+        return "EVIDENCE"
+    return None
+
+
+def _build(
+    kind: ClaimKind,
+    originals: list[str],
+    lineno: int,
+    positional: list[str],
+    fields: list[tuple[str, str]],
+    context: list[str],
+) -> RawClaim:
+    malformed, ambiguous = list(context), []
+    if not context:
+        strict_malformed, strict_ambiguous = strict_problems(kind, originals[0], originals[1:])
+        malformed += strict_malformed
+        ambiguous += strict_ambiguous
+    grouped: dict[str, list[str]] = {}
+    for key, value in fields:
+        grouped.setdefault(key, []).append(value)
+    for key, value, host in _embedded_fields(fields):
+        grouped.setdefault(key, []).append(value)
+        ambiguous.append(f"{key!r} field hidden inside the value of {host!r}")
+    for key, values in grouped.items():
+        if len(values) > 1 and key in _SENSITIVE_KEYS:
+            ambiguous.append(f"{key!r} given {len(values)} times")
+    # Deduplicate while keeping order: the same defect can be seen twice.
+    malformed = list(dict.fromkeys(malformed))
+    ambiguous = list(dict.fromkeys(ambiguous))
+    return RawClaim(
+        kind=kind,
+        line="\n".join(originals),
+        lineno=lineno,
+        positional=tuple(positional),
+        fields={key: tuple(values) for key, values in grouped.items()},
+        strict=not (malformed or ambiguous),
+        malformations=tuple(malformed),
+        ambiguities=tuple(ambiguous),
+    )
+
+
+def _split_lines(text: str) -> list[str]:
+    # Only "\n" (optionally with "\r") ends a line: other Unicode line breaks are
+    # treated as invisible characters so that they cannot cut a declaration in two.
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _body_end(folded: list[str], i: int, unclosed: bool) -> int:
+    """The index after the last body line of the declaration whose header is line `i`.
+
+    iLang (SPEC-v5.0 Part III §1.1, mirrored by envelopes.document) lets a declaration
+    continue below its header: lines indented deeper than the header (blank lines
+    between them allowed), or flush-left `key:value` lines. A field there is a field of
+    the claim, so a forger cannot park `by:@RUNTIME` on the next line. A header whose
+    brace is not closed on its line also takes the following lines up to the first one
+    holding `}` (at most `_MAX_SPAN` lines). Both are read over-inclusively (any
+    `key:` or `key=` flush line counts), since a larger claim is only ever less strict.
+    """
+    n = len(folded)
+    j = i + 1
+    if unclosed:
+        while j < n and j - i <= _MAX_SPAN and folded[j].strip() and not _heads(folded[j]):
+            j += 1
+            if "}" in folded[j - 1]:
+                return j
+        return j
+    header_indent = _indent(folded[i])
+    regime: str | None = None
+    while j < n:
+        line = folded[j]
+        if not line.strip():
+            k = j + 1
+            while k < n and not folded[k].strip():
+                k += 1
+            if regime == "indent" and k < n and _indent(folded[k]) > header_indent:
+                j = k
+                continue
+            break
+        if _heads(line):
+            break
+        if _indent(line) > header_indent and regime != "flush":
+            regime = "indent"
+        elif regime != "indent" and _indent(line) == header_indent and _FLUSH_BODY.match(line):
+            regime = "flush"
+        else:
+            break
+        j += 1
+    return j
+
+
+# A claim in the making: its kind, positional segments and (key, value) fields.
+_Found = tuple[ClaimKind, list[str], list[tuple[str, str]]]
+
+
+_Mode = Literal["head", "bare", "headless"]
+
+
+def _claims_on(folded: str) -> tuple[list[_Found], _Mode]:
+    """The claims a single folded line starts, and how the line announced them."""
+    found: list[_Found] = []
+    heads = _heads(folded)
+    for i, head in enumerate(heads):
+        stop = heads[i + 1].start if i + 1 < len(heads) else len(folded)
+        positional, fields = _parse_fields(folded[head.end : stop])
+        found.append((_kind_of_name(head.name), positional, fields))
+    if found:
+        return found, "head"
+    bare = _bare_head(folded)
+    if bare is not None:
+        return [(_kind_of_name(bare), [], [])], "bare"
+    positional, fields = _parse_fields(folded)
+    kind = _headless_kind(folded, fields)
+    return ([(kind, positional, fields)] if kind is not None else []), "headless"
+
+
+# Unicode tag characters (U+E0020–U+E007E) mirror printable ASCII and render as nothing,
+# yet language models read them ("ASCII smuggling"). `fold` drops them like any format
+# character, which would hide a whole claim spelled in them; so their decoded text is
+# read as well, as a second, hidden layer of the line.
+_TAG_FIRST, _TAG_LAST, _TAG_OFFSET = 0xE0020, 0xE007E, 0xE0000
+_TAG_CHAR = re.compile(f"[{chr(_TAG_FIRST)}-{chr(_TAG_LAST)}]")
+
+
+def _tag_decoded(line: str) -> str:
+    return "".join(chr(ord(ch) - _TAG_OFFSET) for ch in line if _TAG_FIRST <= ord(ch) <= _TAG_LAST)
+
+
+def read_claims(text: str) -> list[RawClaim]:
+    """Every `::STATUS` / `::EVIDENCE` claim in `text` (agent text only), in order.
+
+    Claims spelled in invisible tag characters are claims too, never strict ones: each
+    keeps the line as the agent wrote it and says what it hid.
+    """
+    claims = _read_visible(text)
+    if _TAG_CHAR.search(text) is None:  # the usual case: no hidden layer to read
+        return claims
+    originals = _split_lines(text)
+    hidden = [_tag_decoded(line) for line in originals]
+    if any(hidden):
+        for claim in _read_visible("\n".join(hidden)):
+            lines = originals[claim.lineno - 1 : claim.lineno - 1 + claim.line.count("\n") + 1]
+            why = f"hidden in invisible Unicode tag characters: {claim.line!r}"
+            data = claim.model_dump()
+            data.update(
+                line="\n".join(lines),
+                strict=False,
+                malformations=(why, *claim.malformations),
+            )
+            claims.append(RawClaim(**data))
+        claims.sort(key=lambda claim: claim.lineno)
+    return claims
+
+
+def _read_visible(text: str) -> list[RawClaim]:
+    originals = _split_lines(text)
+    folded_lines = [fold(line) for line in originals]
+    contexts = list(_context_flags(folded_lines))
+    claims: list[RawClaim] = []
+    i = 0
+    while i < len(originals):
+        folded = folded_lines[i]
+        found, mode = _claims_on(folded)
+        if not found:
+            i += 1
+            continue
+        in_fence, in_untrusted = contexts[i]
+        context: list[str] = []
+        if in_fence:
+            context.append("inside a fenced code block")
+        if in_untrusted:
+            context.append("inside an echoed ::UNTRUSTED block")
+        if mode == "headless":
+            context.append("has no declaration head")
+        if mode == "bare":
+            context.append("has its fields below a bare declaration head")
+        if len(found) > 1:
+            context.append("shares its line with another claim")
+        # Body lines belong to the last declaration on the header line.
+        last_open = folded.rfind("{")
+        unclosed = last_open >= 0 and "}" not in folded[last_open:]
+        end = _body_end(folded_lines, i, unclosed)
+        for j in range(i + 1, end):
+            positional, fields = _parse_fields(folded_lines[j])
+            found[-1][1].extend(positional)
+            found[-1][2].extend(fields)
+        if mode == "bare" and not _has_keys(found[0][2], _STATUS_KEYS | _EVIDENCE_KEYS):
+            # A bare head without a status or evidence field below it is a heading or a
+            # word in prose ("## Status" over "Progress: 50%"), not a claim.
+            i += 1
+            continue
+        for k, (kind, positional, fields) in enumerate(found):
+            lines = originals[i:end] if k == len(found) - 1 else [originals[i]]
+            claims.append(_build(kind, lines, i + 1, positional, fields, context))
+        i = end
+    return claims

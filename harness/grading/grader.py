@@ -1,0 +1,231 @@
+"""The grader stage (spec §0 L3, §5–§7; DESIGN §4): from a completion claim to a report.
+
+`Grader.grade` runs, in order:
+
+1. the tool checks (criteria with `run`), in the workspace, with the scrubbed,
+   time-limited shell of `harness.workspace.commands`, their time drawn from the audit reserve;
+2. the model-judged criteria (no `run`): a grader model in a fresh context
+   (`harness.grading.session`) when one was given, otherwise unknown, saying why. Tool
+   checks run first and decide their criteria; no tool-checked criterion is ever sent to
+   the model (so none a tool failed is), and the model sees their evidence;
+3. the completion audit of spec §7 (`graders.audit`) over what 1 and 2 found and the
+   agent's claims, which decide nothing.
+
+Used by the orchestrator (`ilh run`, on claimed_complete) and by `ilh grade`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from budgets.ledger import BudgetLedger, Pool
+from envelopes.declarations import BudgetKind, Evidence, Objective, Rubric, State, Status
+from envelopes.declarations.rubric import Criterion as RubricRow
+from envelopes.errors import IlangError
+from graders.audit import audit
+from graders.baseline import tampering
+from graders.criteria import GradingCriterion, GradingRubric, objective_rubric
+from graders.evidence import AgentClaim, ClaimKind, tool_evidence
+from graders.model_judge import AnswerContext, ModelVerdict, judge
+from graders.report import GraderCall, GradeReport, GraderTokens
+from graders.tool_checks import CommandOutcome, ToolCheck, run_checks, untrusted_checks
+from harness.context.agent import Segment
+from harness.enforce.authority import Disposition, classify
+from harness.enforce.claims import read_claims
+from harness.grading.context import check_output_block
+from harness.grading.session import MAX_GRADER_OUTPUT, GraderSession
+from harness.inputs.errors import InputError
+from harness.inputs.task_file import Task
+from harness.models.interface import ModelClient
+from harness.record.results import ProposalRow
+from harness.workspace.commands import run_shell
+from harness.workspace.folder import Workspace
+
+#: How many of the agent's claims (the latest) the grader sees.
+MAX_CLAIMS_SHOWN = 50
+
+
+# ------------------------------------------------------------------ task → rubric
+def grading_rubric(task: Task) -> GradingRubric:
+    """The task's `[rubric]`, or the objective's conditions when it has none (§5)."""
+    spec = task.spec.rubric
+    if spec is None:
+        return objective_rubric(
+            has_accept=bool(task.spec.task.accept), has_done_when=bool(task.spec.task.done_when)
+        )
+    return GradingRubric(
+        threshold=spec.threshold,
+        criteria=tuple(
+            GradingCriterion(id=c.id, weight=c.weight, check=c.check, run=c.run)
+            for c in spec.criteria
+        ),
+    )
+
+
+def rubric_declaration(rubric: GradingRubric) -> str:
+    """The ::RUBRIC the grader applies (for a task rubric, the same the agent sees)."""
+    rows = tuple(RubricRow(id=c.id, weight=c.weight, check=c.check) for c in rubric.criteria)
+    return Rubric(
+        id="r1", objective="g1", threshold=rubric.threshold, mode="weighted", criteria=rows
+    ).render()
+
+
+# ------------------------------------------------------------------------ claims
+def _claim(kind: ClaimKind, line: str, round: int, disposition: Disposition) -> AgentClaim:
+    model = Status if kind == "STATUS" else Evidence
+    try:
+        parsed: Status | Evidence | None = model.parse(line)
+    except IlangError:
+        parsed = None
+    return AgentClaim(
+        kind=kind,
+        round=round,
+        disposition=disposition,
+        canonical=parsed.render() if parsed is not None else None,
+        state=str(parsed.state) if isinstance(parsed, Status) else None,
+        evidence=parsed if isinstance(parsed, Evidence) else None,
+    )
+
+
+def claims_from_proposals(rows: Sequence[ProposalRow]) -> list[AgentClaim]:
+    """The agent's claims of a run, as the grader may see them (never its raw text)."""
+    claims: list[AgentClaim] = []
+    for row in rows[-MAX_CLAIMS_SHOWN:]:
+        found = read_claims(row.line)
+        kind: ClaimKind = found[0].kind if found else "STATUS"
+        claims.append(_claim(kind, row.line, row.round, row.disposition))
+    return claims
+
+
+def claims_from_text(text: str, source: Path | str) -> list[AgentClaim]:
+    """The claims of a claim file (`ilh grade --claim`), read like agent text with the
+    hostile reader. A claim file is user input: a claim the runtime would not accept
+    from an agent (malformed, disguised, forged authority, a state an agent may not
+    write) is bad input — InputError, exit 2 — never a silently ignored line."""
+    claims: list[AgentClaim] = []
+    for raw in read_claims(text):
+        proposal = classify(raw, State.RUNNING, 0)
+        if not proposal.accepted:
+            kinds = {v.kind for v in proposal.violations}
+            code = "E300" if kinds & {"malformed_claim", "ambiguous_claim"} else "E303"
+            raise InputError(
+                source,
+                code,
+                f"{proposal.disposition} ::{raw.kind} claim: {proposal.why}",
+                raw.lineno,
+            )
+        claims.append(_claim(raw.kind, raw.line, 0, "accepted"))
+    return claims
+
+
+# ------------------------------------------------------------------------ grader
+class Grader:
+    """Grades the workspace against the rubric; one instance per run (or `ilh grade`)."""
+
+    def __init__(
+        self,
+        *,
+        rubric: GradingRubric,
+        objective: Objective,
+        task_blocks: Sequence[Segment],
+        workspace: Workspace,
+        ledger: BudgetLedger,
+        client: ModelClient | None = None,
+        max_output: int = MAX_GRADER_OUTPUT,
+        baseline: Path | None = None,
+    ) -> None:
+        """`baseline`: the template the workspace was made from, if any; the tool checks
+        are trusted only while the test files in it are unchanged (`graders.baseline`)."""
+        self.baseline = baseline
+        self.rubric = rubric
+        self.objective = objective
+        self.task_blocks = list(task_blocks)
+        self.workspace = workspace
+        self.ledger = ledger
+        self.client = client
+        self.max_output = max_output
+
+    def _run(self, command: str, timeout_s: float) -> CommandOutcome:
+        return run_shell(command, self.workspace.root, timeout_s)
+
+    def _time_room(self) -> float | None:
+        room = self.ledger.room(BudgetKind.TIME, Pool.AUDIT)
+        return None if room is None else float(room)
+
+    def _checks(self, criteria: Sequence[GradingCriterion]) -> list[ToolCheck]:
+        if criteria and self.baseline is not None:
+            changes = tampering(self.baseline, self.workspace.root)
+            if changes.found:
+                return untrusted_checks(criteria, changes.listing())
+        return run_checks(criteria, self._run, self._time_room)
+
+    async def grade(self, claims: Sequence[AgentClaim]) -> GradeReport:
+        notes: list[str] = []
+        if self.rubric.source == "objective":
+            notes.append(
+                "the task has no [rubric]: the grader judges the objective's ACCEPT/DONE_WHEN "
+                "directly (spec §5), which only a grader model can do"
+            )
+        with self.ledger.audit_span():
+            tool_criteria = [c for c in self.rubric.criteria if c.tool_checked]
+            # In a worker thread: a check may take minutes, and concurrent runs (a batch)
+            # share this event loop. This run's ledger is only read there, never written.
+            checks = await asyncio.to_thread(self._checks, tool_criteria)
+            model_ids = [c.id for c in self.rubric.criteria if not c.tool_checked]
+            verdicts, session = await self._judge(model_ids, checks, claims, notes)
+        return GradeReport(
+            audit=audit(self.rubric, checks, verdicts, claims),
+            checks=tuple(checks),
+            verdicts=tuple(verdicts),
+            grader_model=self.client.name if self.client is not None else None,
+            tokens=session.tokens if session is not None else GraderTokens(),
+            calls=tuple(session.calls) if session is not None else tuple[GraderCall, ...](),
+            notes=tuple(notes),
+            context_lines=tuple(session.declarations)
+            if session is not None and session.calls
+            else (),
+        )
+
+    async def _judge(
+        self,
+        model_ids: list[str],
+        checks: list[ToolCheck],
+        claims: Sequence[AgentClaim],
+        notes: list[str],
+    ) -> tuple[list[ModelVerdict], GraderSession | None]:
+        if not model_ids:
+            return [], None
+        if self.client is None:
+            why = "model-judged, and no grader model was given (--grader-model URI)"
+            notes.append(
+                f"model-judged criteria ({', '.join(model_ids)}) are unknown: no grader model "
+                "was given, so this rubric can never verify; give one with --grader-model URI"
+            )
+            return [
+                ModelVerdict(criterion=cid, result="unknown", rationale=why, cause="no_grader")
+                for cid in model_ids
+            ], None
+        ran = [c for c in checks if c.exit_code is not None]
+        declarations = [
+            self.objective.render(),
+            rubric_declaration(self.rubric),
+            *(tool_evidence(n, c).line() for n, c in enumerate(ran, start=1)),
+        ]
+        session = GraderSession(
+            client=self.client,
+            workspace=self.workspace,
+            ledger=self.ledger,
+            declarations=declarations,
+            decided=[(c.criterion, c.result) for c in checks],
+            task_blocks=self.task_blocks,
+            check_blocks=[check_output_block(c.criterion, c.command, c.output) for c in ran],
+            claims=[claim.shown() for claim in claims],
+            max_output=self.max_output,
+        )
+        ctx = AnswerContext(
+            inspected=session.inspected_file, tool_checks=frozenset(c.criterion for c in ran)
+        )
+        found = await judge(model_ids, session, ctx)
+        return [found[cid] for cid in model_ids], session

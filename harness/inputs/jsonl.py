@@ -1,0 +1,38 @@
+"""JSON Lines files a user hands the harness (scripted agents, recordings, conformance
+cases): one pydantic model per non-blank line, any defect reported as one `InputError`
+with the file, the line and a code (E500 unreadable, E300 not UTF-8 or not JSON, E301 a
+value of the wrong type, E303 any other invalid value)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from harness.inputs.errors import InputError, read_utf8
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def line_model(model: type[M], line: str, path: Path, number: int) -> M:
+    try:
+        return model.model_validate(json.loads(line))
+    except json.JSONDecodeError as err:
+        raise InputError(path, "E300", f"not JSON: {err.msg}", number, err.colno) from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(line)"
+        code = "E301" if first["type"].endswith("_type") else "E303"
+        raise InputError(path, code, f"{where}: {first['msg']}", number) from None
+
+
+def read_jsonl(path: Path, model: type[M], what: str) -> list[M]:
+    """`what` names the file in the unreadable-file message ("the agent script")."""
+    lines = read_utf8(path, what).splitlines()
+    return [
+        line_model(model, line, path, number)
+        for number, line in enumerate(lines, start=1)
+        if line.strip()
+    ]

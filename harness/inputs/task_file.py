@@ -1,0 +1,210 @@
+"""The task file (`task.toml`, DESIGN §5): validated by pydantic, unknown keys rejected."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from harness.inputs.durations import parse_duration
+from harness.inputs.errors import InputError, read_utf8
+
+_TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
+WEIGHT_TOLERANCE = 1e-9
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+
+Seconds = Annotated[float, BeforeValidator(parse_duration)]
+SingleLine = Annotated[str, Field(min_length=1, pattern=r"^[^\r\n\x00-\x08\x0b-\x1f]*$")]
+
+
+class TaskSection(Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+    objective: str = Field(min_length=1)
+    accept: str | None = None
+    done_when: str | None = None
+    non_goals: str | None = None
+    data: str | None = None
+    workspace: str | None = None
+
+
+class CountBudget(Strict):
+    limit: int = Field(ge=0)
+    used: int = Field(default=0, ge=0)
+    reserve_audit: int = Field(default=0, ge=0)
+    reserve_summary: int = Field(default=0, ge=0)
+
+
+class TimeBudget(Strict):
+    limit: Seconds
+    used: Seconds = 0.0
+    reserve_audit: Seconds = 0.0
+    reserve_summary: Seconds = 0.0
+
+
+class BudgetSection(Strict):
+    rounds: CountBudget | None = None
+    tokens: CountBudget | None = None
+    time: TimeBudget | None = None
+
+
+class Criterion(Strict):
+    id: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    weight: float = Field(ge=0, le=1)
+    check: SingleLine
+    run: str | None = Field(default=None, min_length=1)
+
+    @field_validator("run")
+    @classmethod
+    def _run_tests_something(cls, run: str | None) -> str | None:
+        # A blank command exits 0: it would pass a check that tests nothing.
+        if run is not None and not run.strip():
+            raise ValueError("a check command may not be blank")
+        return run
+
+
+class RubricSection(Strict):
+    threshold: float = Field(ge=0, le=1)
+    mode: Literal["weighted"] = "weighted"
+    criteria: list[Criterion] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _weights_and_ids(self) -> Self:
+        ids = [c.id for c in self.criteria]
+        if len(set(ids)) != len(ids):
+            raise ValueError("criterion ids must be unique")
+        total = sum(c.weight for c in self.criteria)
+        if abs(total - 1.0) > WEIGHT_TOLERANCE:
+            raise ValueError(f"criterion weights sum to {total:g}, not 1 (v4.0 §5)")
+        return self
+
+
+class InitialSection(Strict):
+    state: Literal["running", "stopped"]
+    reason: SingleLine | None = None
+
+    @model_validator(mode="after")
+    def _stopped_has_reason(self) -> Self:
+        if self.state == "stopped" and self.reason is None:
+            raise ValueError("a stopped start state needs a reason (e.g. user_pause)")
+        if self.state == "running" and self.reason is not None:
+            raise ValueError("only a stopped start state takes a reason")
+        return self
+
+
+class AgentSection(Strict):
+    model: str = Field(pattern=r"^(anthropic|openai|local|scripted|replay):.+$")
+
+
+class TaskFile(Strict):
+    task: TaskSection
+    budget: BudgetSection = BudgetSection()
+    rubric: RubricSection | None = None
+    initial: InitialSection | None = None
+    agent: AgentSection | None = None
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget_table(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class Task(BaseModel):
+    """A validated task file and the folder its relative paths start from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: TaskFile
+    folder: Path
+    source: Path | None = None
+
+    @property
+    def id(self) -> str:
+        return self.spec.task.id
+
+    def workspace_template(self) -> Path | None:
+        name = self.spec.task.workspace
+        if name is None:
+            return None
+        path = (self.folder / name).resolve()
+        if not path.is_dir():
+            raise InputError(
+                self.source or self.folder, "E500", f"workspace folder {name!r} not found"
+            )
+        return path
+
+    def resolve(self, relative: str) -> Path:
+        return (self.folder / relative).resolve()
+
+
+def toml_error(path: Path, err: tomllib.TOMLDecodeError) -> InputError:
+    position = _TOML_POSITION.search(str(err))
+    line, col = (int(position.group(1)), int(position.group(2))) if position else (0, 0)
+    message = _TOML_POSITION.sub("", str(err)).strip()
+    return InputError(path, "E300", f"TOML syntax: {message}", line, col)
+
+
+def locate(text: str, loc: tuple[str | int, ...]) -> int:
+    """Best-effort line of a validation error's key path in the TOML text."""
+    keys = [str(part) for part in loc if isinstance(part, str)]
+    if not keys:
+        return 0
+    lines = text.splitlines()
+    start = 0
+    for depth in range(len(keys) - 1, 0, -1):
+        header = re.compile(rf"\s*\[\[?\s*{re.escape('.'.join(keys[:depth]))}\s*\]\]?\s*(#.*)?$")
+        found = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
+        if found is not None:
+            start = found
+            break
+    key = re.compile(rf"\s*\"?{re.escape(keys[-1])}\"?\s*=")
+    table = re.compile(rf"\s*\[\[?\s*{re.escape('.'.join(keys))}\s*\]\]?")
+    for i in range(start, len(lines)):
+        if key.match(lines[i]) or table.match(lines[i]):
+            return i + 1
+    return start + 1 if start else 0
+
+
+def validation_error(path: Path, text: str, err: ValidationError) -> InputError:
+    first = err.errors()[0]
+    loc = tuple(first["loc"])
+    dotted = ".".join(str(p) for p in loc) or "(top level)"
+    kind = first["type"]
+    code = "E301" if kind.endswith(("_type", "_parsing")) else "E303"
+    message = first["msg"].removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        message = "unknown key (task files reject keys DESIGN §5 does not define)"
+    elif kind == "missing":
+        message = "required key missing"
+    return InputError(path, code, f"{dotted}: {message}", locate(text, loc))
+
+
+def parse_task(text: str, path: Path) -> Task:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise toml_error(path, err) from None
+    try:
+        spec = TaskFile.model_validate(raw)
+    except ValidationError as err:
+        raise validation_error(path, text, err) from None
+    return Task(spec=spec, folder=path.resolve().parent, source=path)
+
+
+def load_task(path: Path) -> Task:
+    text = read_utf8(path, "the task file")
+    return parse_task(text, path)

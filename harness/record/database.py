@@ -1,0 +1,230 @@
+"""The run record's SQLite layer: schema, connection settings, transactions' error
+handling, and decoding rows (which may have been tampered with) into typed values.
+
+`harness.record.store` builds the append-only API on top of this; nothing else opens the
+database.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import structlog
+from pydantic import ValidationError
+
+from harness.record.events import Event, EventKind, RunSummary, StoredEvent
+
+log = structlog.get_logger(__name__)
+
+SCHEMA_VERSION: Final = 1
+
+
+class StoreError(Exception):
+    """The run store cannot do what was asked; the message is meant for the user."""
+
+
+class UnknownRun(StoreError, LookupError):
+    """No run matches the given id or id prefix."""
+
+
+class AmbiguousRun(UnknownRun):
+    """An id prefix matches more than one run."""
+
+
+SCHEMA: Final = (
+    """
+    CREATE TABLE IF NOT EXISTS runs (
+        run_id     TEXT PRIMARY KEY,
+        task_id    TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        meta       TEXT NOT NULL,
+        head_seq   INTEGER NOT NULL,
+        head_hash  TEXT NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS events (
+        run_id    TEXT NOT NULL REFERENCES runs(run_id),
+        seq       INTEGER NOT NULL,
+        kind      TEXT NOT NULL,
+        round     INTEGER NOT NULL,
+        at        TEXT NOT NULL,
+        payload   TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash      TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS events_by_kind ON events(run_id, kind, seq)",
+    # Append-only by construction: a bug (or a careless `sqlite3` session) cannot change
+    # the record silently; deliberate tampering must drop these first and `verify` sees it.
+    """
+    CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'run record is append-only: events cannot be updated'); END
+    """,
+    """
+    CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'run record is append-only: events cannot be deleted'); END
+    """,
+)
+
+EVENT_COLUMNS: Final = "run_id, seq, kind, round, at, payload, prev_hash, hash"
+
+# One query serves `list_runs` and `get_run`. `ended_by` needs to know whether a state
+# change followed the last run_ended (a resumed run is not ended), hence the seqs.
+SUMMARY_SELECT: Final = """
+    SELECT r.run_id, r.task_id, r.created_at, r.meta, r.head_seq,
+        (SELECT COUNT(*) FROM events e WHERE e.run_id = r.run_id),
+        (SELECT e.payload FROM events e WHERE e.run_id = r.run_id AND e.kind = 'state_change'
+            ORDER BY e.seq DESC LIMIT 1),
+        (SELECT e.seq FROM events e WHERE e.run_id = r.run_id AND e.kind = 'state_change'
+            ORDER BY e.seq DESC LIMIT 1),
+        (SELECT e.payload FROM events e WHERE e.run_id = r.run_id AND e.kind = 'run_ended'
+            ORDER BY e.seq DESC LIMIT 1),
+        (SELECT e.seq FROM events e WHERE e.run_id = r.run_id AND e.kind = 'run_ended'
+            ORDER BY e.seq DESC LIMIT 1)
+    FROM runs r
+"""
+
+
+def open_database(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    """Open (and if needed initialise) the database with the durability settings."""
+    try:
+        # isolation_level=None: we issue BEGIN/COMMIT ourselves (the module's implicit
+        # transactions would start deferred ones, which is what BEGIN IMMEDIATE avoids).
+        conn = sqlite3.connect(
+            str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open run store {path}: {exc}") from exc
+    try:
+        with sqlite_errors(path):
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            if mode.lower() != "wal":
+                log.warning("store.no_wal", path=str(path), journal_mode=mode)
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            ensure_schema(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"run store {path} has schema version {version}; this ilh understands "
+                f"up to {SCHEMA_VERSION} (upgrade ilang-harness)"
+            )
+        # IF NOT EXISTS on every open also restores the append-only triggers if dropped.
+        for statement in SCHEMA:
+            conn.execute(statement)
+        if version < SCHEMA_VERSION:
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except BaseException:
+        rollback(conn)
+        raise
+    conn.execute("COMMIT")
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is still open: SQLite may already have rolled back by
+    itself (disk full, I/O error), and a second failure must not hide the first."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
+@contextmanager
+def sqlite_errors(path: Path) -> Iterator[None]:
+    """Turn SQLite failures (locked too long, not a database, disk full) into StoreError."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise StoreError(f"run store {path}: {exc}") from exc
+
+
+def as_int(value: object) -> int:
+    """SQLite columns are dynamically typed; a tampered row may hold text in a number
+    column. -1 never validates, so the hash check then reports that row."""
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value))
+    except ValueError:
+        return -1
+
+
+def row_to_stored(row: tuple[Any, ...]) -> StoredEvent:
+    return StoredEvent(
+        run_id=str(row[0]),
+        seq=as_int(row[1]),
+        kind=str(row[2]),
+        round=as_int(row[3]),
+        at=str(row[4]),
+        payload_text=str(row[5]),
+        prev_hash=str(row[6]),
+        hash=str(row[7]),
+    )
+
+
+def row_to_event(row: tuple[Any, ...]) -> Event:
+    stored = row_to_stored(row)
+    try:
+        return Event(
+            run_id=stored.run_id,
+            seq=stored.seq,
+            kind=EventKind(stored.kind),
+            round=stored.round,
+            at=stored.at,
+            payload=json.loads(stored.payload_text),
+            prev_hash=stored.prev_hash,
+            hash=stored.hash,
+        )
+    except (ValueError, ValidationError) as exc:
+        raise StoreError(
+            f"run {stored.run_id}: event seq {stored.seq} is unreadable ({exc}); "
+            f"`ilh runs verify {stored.run_id}` reports what was changed"
+        ) from exc
+
+
+def row_to_summary(row: tuple[Any, ...]) -> RunSummary:
+    state_payload, state_seq, ended_payload, ended_seq = row[6], row[7], row[8], row[9]
+    ended_by: str | None = None
+    # A resume commits a new state after run_ended, so only a still-final end counts.
+    if ended_seq is not None and (state_seq is None or int(ended_seq) > int(state_seq)):
+        ended_by = payload_str(ended_payload, "ended_by")
+    return RunSummary(
+        run_id=str(row[0]),
+        task_id=str(row[1]),
+        created_at=str(row[2]),
+        meta=json_object(row[3]),
+        head_seq=as_int(row[4]),
+        events=int(row[5]),
+        last_state=payload_str(state_payload, "state"),
+        ended_by=ended_by,
+    )
+
+
+def json_object(text: object) -> dict[str, Any]:
+    try:
+        value = json.loads(str(text))
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def payload_str(text: object, key: str) -> str | None:
+    if text is None:
+        return None
+    value = json_object(text).get(key)
+    return value if isinstance(value, str) else None

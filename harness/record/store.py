@@ -1,0 +1,403 @@
+"""The run record: an embedded SQLite store of append-only, hash-chained events.
+
+Durability: the database runs in WAL mode with ``synchronous=FULL`` and every event is its
+own transaction, so once `append` returns the event survives a SIGKILL (or power loss) and
+a killed run leaves a readable, verifiable record; `ilh run --resume` continues from it.
+
+Integrity: each event carries the sha256 of its content and of the event before it (see
+`harness.record.events`). A chain alone cannot reveal a cut-off tail, so the ``runs`` row keeps
+the head (last seq + last hash), updated in the same transaction as each append;
+`verify` compares the chain with it. Triggers refuse UPDATE/DELETE on events so that no
+code path edits the record by accident. What this cannot catch: someone who rewrites the
+whole chain from the edit onwards *and* the head with the public hash rule — there is no
+secret key in the file; copy the head elsewhere if that matters.
+
+Concurrency: several writers (threads or processes, e.g. ``--concurrency N``) may share
+one file. Appends take the write lock up front (``BEGIN IMMEDIATE``) so reading the head
+and writing the next event cannot interleave, and a busy timeout makes writers queue
+instead of failing. Reads that combine several queries run in one read transaction so
+they see one snapshot (otherwise `verify` could race an append and report a false cut).
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Final, Self
+
+import structlog
+
+from harness.record.events import (
+    GENESIS_HASH,
+    Event,
+    EventKind,
+    RunSummary,
+    VerifyResult,
+    canonical_json,
+    check_chain,
+    event_hash,
+    normalize_payload,
+    redact,
+    utc_now_iso,
+)
+
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "AmbiguousRun",
+    "Redactor",
+    "RunStore",
+    "StoreError",
+    "UnknownRun",
+    "new_run_id",
+]
+
+from harness.record.database import (
+    EVENT_COLUMNS,
+    SUMMARY_SELECT,
+    AmbiguousRun,
+    StoreError,
+    UnknownRun,
+    as_int,
+    open_database,
+    rollback,
+    row_to_event,
+    row_to_stored,
+    row_to_summary,
+    sqlite_errors,
+)
+from harness.record.integrity import check_head, check_run_row
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_STORE_PATH: Final = Path(".ilh") / "runs.db"
+DEFAULT_BUSY_TIMEOUT_S: Final = 30.0
+
+Redactor = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A run id that sorts by creation time (ms) and is unique: `20250101T120000123-<hex>`."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    stamp = f"{moment:%Y%m%dT%H%M%S}{moment.microsecond // 1000:03d}"
+    return f"{stamp}-{secrets.token_hex(6)}"
+
+
+class RunStore:
+    """Append-only, hash-chained run records in one SQLite file.
+
+    One instance may be shared by threads (calls are serialised by a lock); several
+    instances or processes may also open the same file at once.
+    """
+
+    def __init__(
+        self,
+        path: Path | str = DEFAULT_STORE_PATH,
+        *,
+        create: bool = True,
+        redactor: Redactor = redact,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+    ) -> None:
+        self._path = Path(path)
+        self._redactor = redactor
+        self.created_run_ids: list[str] = []  # by this instance, oldest first
+        self._lock = threading.RLock()
+        if not self._path.exists():
+            if not create:
+                raise StoreError(f"no run store at {self._path}")
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def close(self) -> None:
+        """Close the connection; idempotent. Committed events are already durable."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def create_run(self, task_id: str, meta: Mapping[str, Any] | None = None) -> str:
+        """Create a run and its `run_started` event (one transaction); returns the run id.
+
+        `meta` (redacted like any payload) is kept on the run row and, so that it is
+        covered by the chain, in the run_started payload.
+        """
+        if not task_id:
+            raise StoreError("task_id must not be empty")
+        clean_meta = self._clean({} if meta is None else meta)
+        run_id = new_run_id()
+        with self._write() as conn:
+            at = utc_now_iso()
+            conn.execute(
+                "INSERT INTO runs (run_id, task_id, created_at, meta, head_seq, head_hash)"
+                " VALUES (?, ?, ?, ?, 0, ?)",
+                (run_id, task_id, at, canonical_json(clean_meta), GENESIS_HASH),
+            )
+            _append_locked(
+                conn,
+                run_id,
+                EventKind.RUN_STARTED,
+                {"task_id": task_id, "meta": clean_meta},
+                round_=0,
+                at=at,
+            )
+        log.info("store.run_created", run_id=run_id, task_id=task_id, path=str(self._path))
+        self.created_run_ids.append(run_id)
+        return run_id
+
+    def append(
+        self,
+        run_id: str,
+        kind: EventKind | str,
+        payload: Mapping[str, Any] | None = None,
+        round: int = 0,  # shadows the builtin on purpose: the field is `round`
+    ) -> Event:
+        """Commit one event to the end of `run_id`'s chain and return it as stored.
+
+        `run_id` must be exact (a write never guesses from a prefix). The payload is
+        redacted, then normalised to plain JSON; a payload JSON cannot carry exactly
+        (NaN, arbitrary objects) is refused rather than stored unverifiably.
+        """
+        event_kind = _as_kind(kind)
+        if round < 0:
+            raise StoreError(f"round must be >= 0, got {round}")
+        clean = self._clean({} if payload is None else payload)
+        with self._write() as conn:
+            event = _append_locked(conn, run_id, event_kind, clean, round_=round)
+        log.debug("store.appended", run_id=run_id, seq=event.seq, kind=str(event_kind))
+        return event
+
+    # -- reading -----------------------------------------------------------------------
+
+    def resolve_run_id(self, run_ref: str) -> str:
+        """The full id of the one run whose id is `run_ref` or starts with it."""
+        with self._read() as conn:
+            return _resolve(conn, run_ref)
+
+    def events(self, run_id: str, kind: EventKind | str | None = None) -> list[Event]:
+        """All events of a run in seq order, optionally only those of one kind."""
+        with self._read() as conn:
+            full_id = _resolve(conn, run_id)
+            if kind is None:
+                rows = conn.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq",
+                    (full_id,),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND kind = ?"
+                    " ORDER BY seq",
+                    (full_id, str(_as_kind(kind))),
+                ).fetchall()
+        return [row_to_event(row) for row in rows]
+
+    def last_event(self, run_id: str, kind: EventKind | str | None = None) -> Event | None:
+        """The most recent event of a run (of `kind`, if given); what `--resume` starts from."""
+        with self._read() as conn:
+            full_id = _resolve(conn, run_id)
+            if kind is None:
+                row = conn.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ?"
+                    " ORDER BY seq DESC LIMIT 1",
+                    (full_id,),
+                ).fetchone()
+            else:
+                row = conn.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? AND kind = ?"
+                    " ORDER BY seq DESC LIMIT 1",
+                    (full_id, str(_as_kind(kind))),
+                ).fetchone()
+        return None if row is None else row_to_event(row)
+
+    def list_runs(self) -> list[RunSummary]:
+        """Every run, oldest first."""
+        with self._read() as conn:
+            rows = conn.execute(SUMMARY_SELECT + " ORDER BY r.created_at, r.rowid").fetchall()
+        return [row_to_summary(row) for row in rows]
+
+    def get_run(self, run_ref: str) -> RunSummary:
+        """The summary of one run, by full id or unique id prefix."""
+        with self._read() as conn:
+            full_id = _resolve(conn, run_ref)
+            row = conn.execute(SUMMARY_SELECT + " WHERE r.run_id = ?", (full_id,)).fetchone()
+        return row_to_summary(row)
+
+    def export_jsonl(self, run_id: str, out: IO[str]) -> int:
+        """Write the run's events to `out`, one canonical JSON object per line; returns
+        how many. Each line parses back with `Event.model_validate_json`."""
+        events = self.events(run_id)
+        for event in events:
+            out.write(event.to_json_line() + "\n")
+        return len(events)
+
+    # -- verification ------------------------------------------------------------------
+
+    def verify(self, run_id: str) -> VerifyResult:
+        """Check a run's record for any edit, deletion, insertion, reordering or cut tail.
+
+        Raises UnknownRun if no such run; every other defect is reported in `problems`,
+        each naming the seq (or the runs row) it concerns.
+        """
+        with self._read() as conn:
+            full_id = _resolve(conn, run_id)
+            run_row = conn.execute(
+                "SELECT task_id, created_at, meta, head_seq, head_hash FROM runs WHERE run_id = ?",
+                (full_id,),
+            ).fetchone()
+            rows = [
+                row_to_stored(row)
+                for row in conn.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq",
+                    (full_id,),
+                )
+            ]
+        problems, checked = check_chain(full_id, rows)
+        head_seq, head_hash = as_int(run_row[3]), str(run_row[4])
+        problems.extend(check_head(rows, head_seq, head_hash))
+        problems.extend(check_run_row(rows, str(run_row[0]), str(run_row[1]), str(run_row[2])))
+        result = VerifyResult(run_id=full_id, ok=not problems, checked=checked, problems=problems)
+        if not result.ok:
+            log.warning("store.verify_failed", run_id=full_id, problems=len(problems))
+        return result
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _clean(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Redact, then reduce to plain JSON; every payload and meta passes through here."""
+        try:
+            return normalize_payload(self._redactor(payload))
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"payload cannot be stored as JSON: {exc}") from exc
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(f"run store {self._path} is closed")
+        return self._conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction holding the database write lock from its first statement."""
+        with self._lock:
+            conn = self._connection()
+            with sqlite_errors(self._path):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    rollback(conn)
+                    raise
+                conn.execute("COMMIT")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: all queries inside see the same committed snapshot."""
+        with self._lock:
+            conn = self._connection()
+            with sqlite_errors(self._path):
+                conn.execute("BEGIN")
+                try:
+                    yield conn
+                finally:
+                    if conn.in_transaction:
+                        conn.execute("COMMIT")
+
+
+# --- module helpers ----------------------------------------------------------------------
+
+
+def _append_locked(
+    conn: sqlite3.Connection,
+    run_id: str,
+    kind: EventKind,
+    payload: dict[str, Any],
+    *,
+    round_: int,
+    at: str | None = None,
+) -> Event:
+    """Append inside an open write transaction: read head, insert, move head."""
+    head = conn.execute(
+        "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if head is None:
+        raise UnknownRun(f"unknown run {run_id!r}")
+    seq, prev_hash = int(head[0]) + 1, str(head[1])
+    stamp = at or utc_now_iso()
+    digest = event_hash(
+        run_id=run_id,
+        seq=seq,
+        kind=str(kind),
+        round_=round_,
+        at=stamp,
+        payload=payload,
+        prev_hash=prev_hash,
+    )
+    conn.execute(
+        f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, seq, str(kind), round_, stamp, canonical_json(payload), prev_hash, digest),
+    )
+    conn.execute(
+        "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?", (seq, digest, run_id)
+    )
+    return Event(
+        run_id=run_id,
+        seq=seq,
+        kind=kind,
+        round=round_,
+        at=stamp,
+        payload=payload,
+        prev_hash=prev_hash,
+        hash=digest,
+    )
+
+
+def _resolve(conn: sqlite3.Connection, run_ref: str) -> str:
+    ref = run_ref.strip()
+    if not ref:
+        raise UnknownRun("no run id given")
+    if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (ref,)).fetchone():
+        return ref
+    # substr() rather than LIKE: ids never need escaping and `_` is not a wildcard.
+    matches = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT run_id FROM runs WHERE substr(run_id, 1, ?) = ? ORDER BY run_id LIMIT 6",
+            (len(ref), ref),
+        )
+    ]
+    if not matches:
+        raise UnknownRun(f"unknown run {ref!r} (`ilh runs list` shows the stored runs)")
+    if len(matches) > 1:
+        shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
+        raise AmbiguousRun(f"run prefix {ref!r} matches several runs: {shown}")
+    return matches[0]
+
+
+def _as_kind(kind: EventKind | str) -> EventKind:
+    try:
+        return EventKind(kind)
+    except ValueError:
+        known = ", ".join(k.value for k in EventKind)
+        raise StoreError(f"unknown event kind {kind!r} (known: {known})") from None

@@ -1,0 +1,84 @@
+"""`ilh run TASK… --concurrency N`: several tasks at once, each with its own budgets,
+workspace and run record.
+
+Every task file is read and every model client built before any task runs, so a bad
+file, an unknown model URI or a missing key stops the whole batch with one message
+(exit 2) instead of half-way through. Tasks then run on one event loop, at most N at a
+time; model calls are async (httpx2), so N tasks waiting on a provider wait together.
+The results come back in the order the tasks were given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+from harness.inputs.task_file import load_task
+from harness.models.clients.options import NO_OPTIONS, ClientOptions
+from harness.record.results import RunResult
+from harness.record.store import RunStore
+from harness.run.orchestrator import Progress, no_progress
+from harness.run.setup import client_for, close_client, model_uri, run_task
+
+T = TypeVar("T")
+
+
+async def gather_limited(jobs: Sequence[Callable[[], Awaitable[T]]], concurrency: int) -> list[T]:
+    """Run `jobs` with at most `concurrency` at a time; results in job order. Every job
+    runs to its end even when another fails; then the first failure is raised."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(job: Callable[[], Awaitable[T]]) -> T:
+        async with gate:
+            return await job()
+
+    outcomes = await asyncio.gather(*(one(job) for job in jobs), return_exceptions=True)
+    results: list[T] = []
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+        results.append(outcome)
+    return results
+
+
+async def run_tasks(
+    task_files: Sequence[Path],
+    store: RunStore,
+    *,
+    concurrency: int,
+    model: str | None = None,
+    resume: bool = False,
+    options: ClientOptions = NO_OPTIONS,
+    grader_model: str | None = None,
+    progress: Progress = no_progress,
+) -> list[RunResult]:
+    tasks = [load_task(path) for path in task_files]
+    clients = []
+    try:
+        for task in tasks:
+            clients.append(client_for(model_uri(task, model), task, options=options))
+    except BaseException:
+        for client in clients:
+            await close_client(client)
+        raise
+
+    def job(index: int) -> Callable[[], Awaitable[RunResult]]:
+        async def go() -> RunResult:
+            return await run_task(
+                tasks[index],
+                store,
+                model=model,
+                resume=resume,
+                progress=progress,
+                grader_model=grader_model,
+                options=options,
+                client=clients[index],
+            )
+
+        return go
+
+    return await gather_limited([job(i) for i in range(len(tasks))], concurrency)

@@ -1,0 +1,505 @@
+"""The round loop of `ilh run` (DESIGN §4).
+
+Each round: check the budgets *before* the call, build the envelope, call the model with
+a clamped output and timeout, charge the usage, read the agent's claims with the hostile
+reader, classify them, apply only accepted proposals through the lifecycle, run the tool
+calls in the confined workspace and return their output as ::UNTRUSTED blocks. Every
+step is an event in the run record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from budgets.clamp import clamp
+from budgets.ledger import BudgetLedger
+from envelopes.declarations import BudgetKind, Objective, Rubric, State
+from envelopes.declarations.rubric import Criterion as RubricRow
+from envelopes.isolation import wrap_untrusted
+from graders.report import AUDIT_REPORT, GradeReport, GraderTokens
+from harness.context.agent import Segment, build_envelope, tool_result_segment, untrusted
+from harness.enforce.authority import Proposal, classify
+from harness.enforce.claims import read_claims
+from harness.enforce.lifecycle import Lifecycle, StatusEntry
+from harness.enforce.provenance import Provenance
+from harness.grading.grader import Grader, claims_from_proposals, grading_rubric
+from harness.inputs.task_file import Task
+from harness.models.clients.estimate import input_estimate_for
+from harness.models.interface import (
+    AgentEnded,
+    ModelAttempt,
+    ModelCallError,
+    ModelClient,
+    ModelReply,
+    ModelRequest,
+    ReportsAttempts,
+)
+from harness.record.events import EventKind
+from harness.record.results import (
+    EndedBy,
+    FinalRow,
+    HistoryRow,
+    ProposalRow,
+    RunResult,
+    ViolationRow,
+)
+from harness.record.store import RunStore
+from harness.workspace.folder import Workspace
+from harness.workspace.tools import ToolCall, ToolResult, dispatch, tool_specs
+
+DEFAULT_MAX_OUTPUT = 4096
+DEFAULT_CALL_TIMEOUT_S = 120.0
+DEFAULT_TOOL_TIMEOUT_S = 60.0
+# States in which the runtime stops calling the agent and ends the run.
+AGENT_ENDS_RUN = frozenset({State.BLOCKED, State.FAILED, State.STOPPED})
+
+Progress = Callable[[str, dict[str, Any]], None]
+
+
+def no_progress(kind: str, data: dict[str, Any]) -> None:
+    """The silent progress sink (used with `--json` and in tests)."""
+
+
+@dataclass
+class RunState:
+    """What a run accumulates; also what `--resume` rebuilds from the record."""
+
+    round: int = 0
+    history: list[Segment] = field(default_factory=list)
+    proposals: list[ProposalRow] = field(default_factory=list)
+    violations: list[ViolationRow] = field(default_factory=list)
+    runtime_lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    model_calls: int = 0
+
+
+def objective_of(task: Task) -> Objective:
+    """The runtime's ::OBJECTIVE. The user's words never enter it: its body points at the
+    ::UNTRUSTED blocks that carry them, so no user text can stand in a runtime line."""
+    spec = task.spec.task
+    body = [("ACCEPT", "untrusted_block:accept")] if spec.accept else []
+    if spec.non_goals:
+        body.append(("NON_GOALS", "untrusted_block:non_goals"))
+    if spec.done_when:
+        body.append(("DONE_WHEN", "untrusted_block:done_when"))
+    draft = Objective.create(body=body or [("ACCEPT", "untrusted_block:objective")], id="g1")
+    texts = "\n".join(
+        t or "" for t in (spec.objective, spec.accept, spec.non_goals, spec.done_when)
+    )
+    digest = "sha256:" + hashlib.sha256(texts.encode("utf-8")).hexdigest()
+    return draft.model_copy(update={"hash": digest})
+
+
+def rubric_of(task: Task) -> Rubric | None:
+    spec = task.spec.rubric
+    if spec is None:
+        return None
+    rows = tuple(RubricRow(id=c.id, weight=c.weight, check=c.check) for c in spec.criteria)
+    return Rubric(id="r1", objective="g1", threshold=spec.threshold, mode=spec.mode, criteria=rows)
+
+
+def task_blocks(task: Task) -> list[Segment]:
+    spec = task.spec.task
+    blocks = [untrusted(spec.objective, source="user", role="objective")]
+    for role, text in (
+        ("accept", spec.accept),
+        ("non_goals", spec.non_goals),
+        ("done_when", spec.done_when),
+        ("task_data", spec.data),
+    ):
+        if text:
+            blocks.append(untrusted(text, source="user", role=role))
+    return blocks
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        *,
+        task: Task,
+        client: ModelClient,
+        store: RunStore,
+        run_id: str,
+        ledger: BudgetLedger,
+        lifecycle: Lifecycle,
+        workspace: Workspace,
+        state: RunState | None = None,
+        progress: Progress = no_progress,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        grader_client: ModelClient | None = None,
+    ) -> None:
+        self.task = task
+        self.client = client
+        self.store = store
+        self.run_id = run_id
+        self.ledger = ledger
+        self.lifecycle = lifecycle
+        self.workspace = workspace
+        self.state = state or RunState()
+        self.progress = progress
+        self.max_output = max_output
+        objective = objective_of(task)
+        rubric = rubric_of(task)
+        self.task_declarations = [objective.render()] + ([rubric.render()] if rubric else [])
+        self.blocks = task_blocks(task)
+        # Every attempt, retries too, the agent's and the grader's, is recorded.
+        if isinstance(client, ReportsAttempts):
+            client.on_attempt = self.attempt_made
+        if isinstance(grader_client, ReportsAttempts):
+            grader_client.on_attempt = self.grader_attempt_made
+        # The grader stage (DESIGN §4): without a grader client, tool checks only.
+        self.grader = Grader(
+            rubric=grading_rubric(task),
+            objective=objective,
+            task_blocks=self.blocks,
+            workspace=workspace,
+            ledger=ledger,
+            client=grader_client,
+            baseline=task.workspace_template(),
+        )
+        self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
+        self.grader_feedback: list[str] = []
+        self.grader_findings: list[Segment] = []
+
+    # -------------------------------------------------------------------- records
+    def record(self, kind: EventKind, payload: dict[str, Any]) -> None:
+        self.store.append(self.run_id, kind, payload, round=self.state.round)
+        self.progress(str(kind), payload)
+
+    def committed(self, entry: StatusEntry) -> None:
+        self.record(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+
+    def attempt_made(self, attempt: ModelAttempt) -> None:
+        self.record(EventKind.MODEL_ATTEMPT, attempt.model_dump())
+
+    def grader_attempt_made(self, attempt: ModelAttempt) -> None:
+        self.record(EventKind.MODEL_ATTEMPT, {**attempt.model_dump(), "caller": "grader"})
+
+    def violation(self, kind: str, detail: str) -> None:
+        row = ViolationRow(round=self.state.round, kind=kind, detail=detail)
+        self.state.violations.append(row)
+        self.record(EventKind.VIOLATION, row.model_dump())
+
+    # ----------------------------------------------------------------------- loop
+    async def run(self, *, resume: bool = False) -> RunResult:
+        ended = self.start(resume)
+        if ended is None and self.lifecycle.state is State.CLAIMED_COMPLETE:
+            # Resumed with a claim the grader never answered (killed in between): grade it.
+            ended = await self.grade_claim()
+            if ended is None:
+                text = "\n".join(self.grader_feedback)
+                self.state.history += [Segment(provenance=Provenance.RUNTIME, text=text)]
+                self.state.history += self.grader_findings
+                self.grader_feedback, self.grader_findings = [], []
+        while ended is None:
+            ended = await self.round()
+        return self.finish(ended)
+
+    def start(self, resume: bool) -> EndedBy | None:
+        current = self.lifecycle.state
+        if current is State.CREATED:
+            self.committed(self.lifecycle.commit_running(self.state.round))
+        elif current is State.STOPPED:
+            if not resume:
+                self.state.notes.append(
+                    f"the task is stopped ({self.lifecycle.reason}); "
+                    "run it with --resume to continue: no model was called"
+                )
+                return "not_running"
+            self.committed(self.lifecycle.commit_running(self.state.round))
+        elif current is State.CLAIMED_COMPLETE and resume:
+            return None  # the pending claim goes to the grader first (see `run`)
+        elif current is not State.RUNNING:
+            self.state.notes.append(f"the task is {current}: nothing to run")
+            return "not_running"
+        return None
+
+    def model_failed(self, failure: ModelCallError) -> EndedBy:
+        """A call that gave no usable reply (retries exhausted, refused, malformed): the
+        run survives it. The round is spent, usage the provider reported is charged, the
+        failure is recorded, and the runtime stops the task with reason:model_error so
+        the record stays complete (and `ilh run --resume RUN` can go on later)."""
+        self.ledger.charge_round()
+        if failure.usage is not None:
+            self.ledger.charge_tokens(failure.usage.input_tokens, failure.usage.output_tokens)
+        self.state.notes.append(f"the model call failed: {failure}")
+        self.record(EventKind.NOTE, {"model_error": failure.record()})
+        self.record(EventKind.BUDGET_SNAPSHOT, {"budgets": self.ledger.rows_json(self.state.round)})
+        self.committed(self.lifecycle.commit_stopped(self.state.round, "model_error"))
+        return "error"
+
+    def stop_for_budget(self, why: str) -> EndedBy:
+        self.state.notes.append(why)
+        self.committed(self.lifecycle.commit_stopped(self.state.round, "budget"))
+        return "budget"
+
+    async def round(self) -> EndedBy | None:
+        # A cancellation point: Ctrl-C (asyncio cancels the run's task) takes effect
+        # between rounds even when nothing else in the round awaits (a scripted model).
+        await asyncio.sleep(0)
+        exhausted = self.ledger.exhausted()
+        if exhausted:
+            kinds = ", ".join(f"{b.kind} ({b.id})" for b in exhausted)
+            return self.stop_for_budget(
+                f"budget exhausted before round {self.state.round + 1}: {kinds}"
+            )
+        upcoming = self.state.round + 1
+        round_lines = [
+            *self.ledger.render_lines(upcoming),
+            self.lifecycle.current_status().render(),
+        ]
+        asserted = ([] if self.state.runtime_lines else self.task_declarations) + round_lines
+        envelope = build_envelope(
+            task_declarations=self.task_declarations,
+            round_lines=round_lines,
+            task_blocks=self.blocks,
+            history=self.state.history,
+        )
+        messages = envelope.messages()
+        tools = tuple(tool_specs())
+        # The client's own estimate when it has one: it knows what its provider sends
+        # besides the messages (tool definitions, hidden prompts).
+        estimate = input_estimate_for(self.client, messages, tools)
+        fit = clamp(self.ledger, self.max_output, estimate)
+        if not fit.fits:
+            return self.stop_for_budget(f"the call cannot fit in the budget: {fit.reason}")
+        request = ModelRequest(
+            messages=messages,
+            tools=tools,
+            max_output_tokens=fit.max_output,
+            timeout_s=min(fit.time_left or DEFAULT_CALL_TIMEOUT_S, DEFAULT_CALL_TIMEOUT_S),
+        )
+        # The round's declarations count as asserted once the call is made with them.
+        self.state.round = upcoming
+        self.state.runtime_lines += asserted
+        began = time.monotonic()
+        try:
+            reply = await self.client.complete(request)
+        except AgentEnded as stop:
+            # No turn happened: the round and its declarations were never asserted.
+            self.state.round -= 1
+            del self.state.runtime_lines[len(self.state.runtime_lines) - len(asserted) :]
+            self.state.notes.append(f"the agent ended: {stop}")
+            self.committed(self.lifecycle.commit_stopped(self.state.round, "agent_ended"))
+            return "script_exhausted"
+        except ModelCallError as failure:
+            return self.model_failed(failure)
+        self.state.model_calls += 1
+        self.ledger.charge_round()
+        self.ledger.charge_tokens(reply.usage.input_tokens, reply.usage.output_tokens)
+        self.record(
+            EventKind.MODEL_CALL,
+            {
+                "model": self.client.name,
+                "envelope_digest": envelope.digest(),
+                "max_output_tokens": request.max_output_tokens,
+                "input_estimate": estimate,
+                "usage": reply.usage.model_dump(),
+                "latency_s": round(time.monotonic() - began, 6),
+                "stop_reason": reply.stop_reason,
+                "text": reply.text,
+                "tool_calls": [c.model_dump() for c in reply.tool_calls],
+                "runtime_lines": asserted,
+            },
+        )
+        self.state.history.append(
+            Segment(provenance=Provenance.AGENT, text=reply.text, tool_calls=reply.tool_calls)
+        )
+        results = [self.run_tool(call) for call in reply.tool_calls]
+        overrun = [b for b in self.ledger.budgets() if b.remaining < 0]
+        feedback = self.read_proposals(reply, overrun_by=[f"{b.kind} ({b.id})" for b in overrun])
+        self.record(EventKind.BUDGET_SNAPSHOT, {"budgets": self.ledger.rows_json(self.state.round)})
+        ended = await self.after_reply(overrun_by=overrun)
+        if ended is None:
+            feedback += self.grader_feedback
+            self.state.history.append(self.feedback_segment(feedback, results))
+            self.state.history += self.grader_findings
+            self.grader_feedback, self.grader_findings = [], []
+        return ended
+
+    # ---------------------------------------------------------------- proposals
+    def read_proposals(self, reply: ModelReply, overrun_by: Sequence[str]) -> list[str]:
+        """Classify every claim in the agent's text; apply only accepted ones. Returns
+        the feedback lines the agent sees next round."""
+        feedback: list[str] = []
+        for claim in read_claims(reply.text):
+            proposal = classify(claim, self.lifecycle.state, self.state.round)
+            if (
+                overrun_by
+                and proposal.accepted
+                and proposal.kind == "STATUS"
+                and proposal.state != State.STOPPED
+            ):
+                # v4.0 §7 budget_pressure_completion⇒forbidden: a reply that overran the
+                # budget cannot move the task anywhere but stopped.
+                proposal = proposal.model_copy(
+                    update={
+                        "disposition": "rejected",
+                        "why": f"made in a reply that overran the budget ({', '.join(overrun_by)})",
+                        "status": None,
+                    }
+                )
+                self.violation(
+                    "budget_exhausted", f"claim {proposal.state} in an overrunning reply"
+                )
+            row = ProposalRow.model_validate(proposal.record())
+            self.state.proposals.append(row)
+            self.record(EventKind.PROPOSAL, row.model_dump())
+            for v in proposal.violations:
+                self.violation(v.kind, v.detail)
+            if proposal.accepted:
+                self.apply(proposal)
+            elif proposal.disposition != "accepted":
+                feedback.append(f"your claim {row.line!r} was {row.disposition}: {row.why}")
+        return feedback
+
+    def apply(self, proposal: Proposal) -> None:
+        entry = self.lifecycle.apply_proposal(proposal, self.state.round)
+        if entry is not None:
+            self.committed(entry)
+
+    async def after_reply(self, overrun_by: Sequence[object]) -> EndedBy | None:
+        current = self.lifecycle.state
+        if current is State.CLAIMED_COMPLETE:
+            return await self.grade_claim()
+        if current in AGENT_ENDS_RUN:
+            return "agent_proposal"
+        if current is State.NEEDS_REVISION:
+            self.committed(self.lifecycle.commit_running(self.state.round))
+        if overrun_by:
+            return self.stop_for_budget("the last reply overran the budget")
+        return None
+
+    async def grade_claim(self) -> EndedBy | None:
+        """DESIGN §4: claimed_complete → the grader (a fresh context, paid from
+        reserve_audit) → the runtime acts on the report (`GradeReport.action`): complete,
+        running with the gaps as feedback, stopped for budget, or the run ends
+        unverified at claimed_complete."""
+        r = self.state.round
+        report = await self.grader.grade(claims_from_proposals(self.state.proposals))
+        action = report.action
+        applied = action in ("verify", "revise")
+        self.grades.append((r, report, applied))
+        self.state.runtime_lines += report.context_lines
+        self.record(EventKind.GRADER_RESULT, report.record_json(round=r, applied=applied))
+        if any(o.cause == "tests_changed" for o in report.audit.outcomes):
+            self.violation(
+                "tests_changed",
+                "test files of the task's workspace were changed or removed, or a test-runner "
+                "hook was added: the tool checks were not trusted",
+            )
+        if action == "verify":
+            self.committed(
+                self.lifecycle.apply_verification(State.VERIFIED_COMPLETE, r, evidence=AUDIT_REPORT)
+            )
+            self.committed(self.lifecycle.commit_complete(r))
+            return "committed_complete"
+        if action == "revise":
+            self.committed(
+                self.lifecycle.apply_verification(
+                    State.NEEDS_REVISION, r, missing=report.missing, score=report.score
+                )
+            )
+            self.committed(self.lifecycle.commit_running(r))
+            self.grader_feedback = report.feedback_lines()
+            findings = report.findings_text()
+            if findings:
+                block = wrap_untrusted(findings, source="grader", role="grader_findings")
+                self.grader_findings = [Segment(provenance=Provenance.TOOL, text=block)]
+            return None
+        why = report.why_undecided()
+        if action == "stop_budget":
+            return self.stop_for_budget(f"the audit budget could not pay for the grader: {why}")
+        self.state.notes.append(
+            "the agent claimed completion; no grader verified it (the run ends at "
+            f"claimed_complete, never complete): {why}"
+        )
+        return "unverified"
+
+    def grader_summary(self) -> dict[str, Any] | None:
+        """DESIGN §6 `grader`: the last grade of the run, with the grader's token use over
+        the whole run and how many gradings there were."""
+        if not self.grades:
+            return None
+        r, report, applied = self.grades[-1]
+        tokens = sum((g.tokens for _, g, _ in self.grades), GraderTokens())
+        # The agent's usage, from the record (so a resumed run counts all its calls).
+        agent = GraderTokens()
+        for event in self.store.events(self.run_id, EventKind.MODEL_CALL):
+            usage = event.payload.get("usage", {})
+            agent += GraderTokens(
+                input=int(usage.get("input_tokens", 0)), output=int(usage.get("output_tokens", 0))
+            )
+        return {
+            **report.run_json(round=r, applied=applied),
+            "tokens": tokens.model_dump(),
+            "agent_tokens": agent.model_dump(),
+            "token_share": round(tokens.total / agent.total, 4) if agent.total else None,
+            "gradings": len(self.grades),
+        }
+
+    # -------------------------------------------------------------------- tools
+    def run_tool(self, call: ToolCall) -> ToolResult:
+        time_left = self.ledger.room(BudgetKind.TIME)
+        timeout = (
+            min(DEFAULT_TOOL_TIMEOUT_S, time_left)
+            if time_left is not None
+            else DEFAULT_TOOL_TIMEOUT_S
+        )
+        result = dispatch(self.workspace, call, timeout_s=max(timeout, 0.001))
+        self.record(
+            EventKind.TOOL_CALL,
+            {
+                "call": call.model_dump(),
+                "ok": result.ok,
+                "output": result.output,
+                "meta": result.meta,
+            },
+        )
+        if result.meta.get("error") == "path_escape":
+            self.violation("workspace_escape", f"{call.name}: {result.output}")
+        self.state.history.append(tool_result_segment(result))
+        return result
+
+    def feedback_segment(self, feedback: Sequence[str], results: Sequence[ToolResult]) -> Segment:
+        lines = [f"Round {self.state.round} is over."]
+        lines += feedback
+        if not results:
+            lines.append(
+                "Continue the task, or propose a status if the task is done or cannot go on."
+            )
+        return Segment(provenance=Provenance.RUNTIME, text="\n".join(lines))
+
+    # -------------------------------------------------------------------- result
+    def finish(self, ended: EndedBy) -> RunResult:
+        final = self.lifecycle.final
+        result = RunResult(
+            run_id=self.run_id,
+            task_id=self.task.id,
+            ended_by=ended,
+            final=FinalRow.model_validate(
+                final.model_dump(include={"state", "reason", "by", "authority", "line"})
+            )
+            if final
+            else None,
+            history=[
+                HistoryRow.model_validate(e.model_dump(mode="json")) for e in self.lifecycle.history
+            ],
+            proposals=self.state.proposals,
+            budgets=self.ledger.rows_json(self.state.round),
+            runtime_lines=self.state.runtime_lines,
+            violations=self.state.violations,
+            grader=self.grader_summary(),
+            notes=self.state.notes,
+            workspace=str(self.workspace.root),
+            model=self.client.name,
+        )
+        self.record(
+            EventKind.RUN_ENDED, {"ended_by": ended, "result": result.model_dump(mode="json")}
+        )
+        return result

@@ -1,0 +1,113 @@
+"""Live progress of a run for people (rich, on stderr) and its closing summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.record.results import RunResult
+from harness.run.orchestrator import Progress
+
+_DISPOSITION_STYLE = {"accepted": "green", "downgraded": "yellow", "rejected": "red"}
+
+
+def live_progress(console: Console) -> Progress:
+    def show(kind: str, data: dict[str, Any]) -> None:
+        if kind == "state_change":
+            console.print(f"  [bold cyan]status[/] {escape(str(data.get('line')))}")
+        elif kind == "model_call":
+            usage = data.get("usage", {})
+            console.print(
+                f"[bold]model[/] {escape(str(data.get('model')))}: "
+                f"{usage.get('input_tokens')} in / {usage.get('output_tokens')} out"
+                + (" (estimated)" if usage.get("estimated") else "")
+            )
+        elif kind == "proposal":
+            style = _DISPOSITION_STYLE.get(str(data.get("disposition")), "white")
+            console.print(
+                f"  [{style}]{data.get('disposition')}[/] {escape(str(data.get('line')))[:100]}"
+                f" [dim]({escape(str(data.get('why')))})[/]"
+            )
+        elif kind == "violation":
+            console.print(
+                f"  [bold red]violation[/] {data.get('kind')}: {escape(str(data.get('detail')))}"
+            )
+        elif kind == "model_attempt" and data.get("outcome") != "ok":
+            wait = data.get("wait_s")
+            console.print(
+                f"  [yellow]model attempt {data.get('attempt')} {data.get('outcome')}[/] "
+                f"{escape(str(data.get('error')))}"
+                + (f" (HTTP {data.get('status')})" if data.get("status") else "")
+                + (f", retrying in {wait:.1f}s" if isinstance(wait, int | float) else "")
+            )
+        elif kind == "tool_call":
+            call = data.get("call", {})
+            mark = "[green]ok[/]" if data.get("ok") else "[red]error[/]"
+            console.print(f"  [dim]tool[/] {escape(str(call.get('name')))} {mark}")
+        elif kind == "grader_result":
+            style = "green" if data.get("verdict") == "verified_complete" else "yellow"
+            results = ", ".join(
+                f"{c.get('id')} {c.get('result')}" for c in data.get("criteria", [])
+            )
+            console.print(
+                f"[bold]grader[/] [{style}]{data.get('verdict')}[/] score {data.get('score')} "
+                f"/ {data.get('threshold')}: {escape(results)}"
+            )
+
+    return show
+
+
+def summary(console: Console, result: RunResult) -> None:
+    table = Table(title=f"run {result.run_id} · task {result.task_id}", show_header=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")  # a status line is read whole, never cut
+    final = result.final
+    table.add_row("ended by", result.ended_by)
+    table.add_row("final", escape(final.line) if final else "-")
+    table.add_row("model", escape(result.model or "-"))
+    table.add_row(
+        "proposals",
+        ", ".join(
+            f"{n} {d}"
+            for d in ("accepted", "downgraded", "rejected")
+            if (n := sum(p.disposition == d for p in result.proposals))
+        )
+        or "none",
+    )
+    table.add_row("violations", str(len(result.violations)))
+    for row in result.budgets:
+        table.add_row(
+            f"budget {row['kind']}",
+            f"{row['used']} of {row['limit']} used, remaining {row['remaining']}",
+        )
+    grader_rows(table, result)
+    for note in result.notes:
+        table.add_row("note", escape(note))
+    console.print(table)
+
+
+def grader_rows(table: Table, result: RunResult) -> None:
+    """The grader's verdict and its token use as a share of the agent's."""
+    grader = result.grader
+    if grader is None:
+        table.add_row("grader", "not called (no completion claim)")
+        return
+    missing = ", ".join(grader.get("missing", [])) or "none"
+    applied = "" if grader.get("applied", True) else "; not applied: no gap the agent can close"
+    table.add_row(
+        "grader",
+        f"{grader['verdict']} (score {grader['score']} / {grader['threshold']}; "
+        f"missing: {escape(missing)}; {grader.get('gradings', 1)} grading(s){applied})",
+    )
+    tokens = grader.get("tokens", {})
+    agent = grader.get("agent_tokens", {})
+    agent_total = int(agent.get("input", 0)) + int(agent.get("output", 0))
+    share = grader.get("token_share")
+    shown = f"{100 * share:.1f}% of the agent's {agent_total}" if share is not None else "n/a"
+    table.add_row(
+        "grader tokens",
+        f"{tokens.get('input', 0)} in / {tokens.get('output', 0)} out ({shown})",
+    )

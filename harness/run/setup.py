@@ -1,0 +1,208 @@
+"""From a task file to a ready orchestrator: store, run id, workspace, ledger, lifecycle
+and the model client named by a model URI."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from budgets.ledger import BudgetLedger
+from envelopes.declarations import Budget, BudgetKind, State
+from harness.enforce.lifecycle import Lifecycle
+from harness.inputs.errors import InputError
+from harness.inputs.task_file import Task
+from harness.models.clients.options import NO_OPTIONS, ClientOptions
+from harness.models.interface import ModelClient
+from harness.models.scripted import ScriptedClient
+from harness.record.events import EventKind
+from harness.record.results import RunResult
+from harness.record.store import RunStore
+from harness.run.orchestrator import Orchestrator, Progress, no_progress
+from harness.workspace.folder import Workspace, WorkspaceError
+
+MODEL_SCHEMES = ("anthropic", "openai", "local", "scripted", "replay")
+
+
+def budgets_of(task: Task) -> list[Budget]:
+    spec = task.spec.budget
+    found: list[Budget] = []
+    for kind, section in (
+        (BudgetKind.ROUNDS, spec.rounds),
+        (BudgetKind.TOKENS, spec.tokens),
+        (BudgetKind.TIME, spec.time),
+    ):
+        if section is not None:
+            found.append(
+                Budget(
+                    kind=kind,
+                    limit=section.limit,
+                    used=section.used,
+                    reserve_audit=section.reserve_audit,
+                    reserve_summary=section.reserve_summary,
+                )
+            )
+    return found
+
+
+def lifecycle_of(task: Task) -> Lifecycle:
+    initial = task.spec.initial
+    if initial is None:
+        return Lifecycle()
+    return Lifecycle(State(initial.state), initial.reason)
+
+
+def client_for(
+    uri: str,
+    task: Task,
+    *,
+    start: int = 0,
+    options: ClientOptions = NO_OPTIONS,
+    flag: str = "--model",
+) -> ModelClient:
+    """The client a model URI names (DESIGN §5). `start`: turns a scripted agent has
+    already spoken (resume). `options`: --base-url for the providers, and --record,
+    which wraps whatever client this is in a recorder. `flag`: where the URI came from,
+    for the error message."""
+    scheme, _, rest = uri.partition(":")
+    if scheme not in MODEL_SCHEMES or not rest:
+        raise InputError(flag, "E303", f"not a model URI: {uri!r} ({', '.join(MODEL_SCHEMES)})")
+    client: ModelClient
+    # Provider modules are imported here, not at the top: each SDK takes about two
+    # seconds to import, which `ilh lint` and scripted runs should not pay.
+    if scheme == "scripted":
+        client = ScriptedClient.from_file(task.resolve(rest), start=start)
+    elif scheme == "replay":
+        from harness.models.clients.replay import ReplayClient
+
+        client = ReplayClient.from_file(replay_path(rest, task))
+    elif scheme == "openai":
+        from harness.models.clients.openai_client import OpenAIClient
+
+        client = OpenAIClient.from_env(rest, base_url=options.base_url)
+    elif scheme == "anthropic":
+        from harness.models.clients.anthropic_client import AnthropicClient
+
+        client = AnthropicClient.from_env(rest, base_url=options.base_url)
+    else:
+        from harness.models.clients.local_client import LocalClient
+
+        client = LocalClient.for_uri(rest, task.resolve)
+    if options.record is not None:
+        from harness.models.clients.record import RecordingClient
+
+        client = RecordingClient(client, options.record)
+    return client
+
+
+def replay_path(rest: str, task: Task) -> Path:
+    """A recording named on the command line is relative to the current folder (where
+    `--record` wrote it); one named in a task file, to the task's folder."""
+    given = Path(rest)
+    if given.is_absolute() or given.exists():
+        return given
+    return task.resolve(rest)
+
+
+async def close_client(client: ModelClient) -> None:
+    """Release a client's connections (SDK clients hold an httpx pool)."""
+    closer = getattr(client, "aclose", None)
+    if closer is not None:
+        await closer()
+
+
+DEFAULT_MODEL = "local:smollm2"
+"""The model when neither --model nor [agent].model names one: offline, no key needed
+(it needs the `local` extra, and says so when it is missing)."""
+
+
+def model_uri(task: Task, override: str | None) -> str:
+    if override:
+        return override
+    if task.spec.agent is None:
+        return DEFAULT_MODEL
+    return task.spec.agent.model
+
+
+def workspace_for(store: RunStore, run_id: str, task: Task) -> Workspace:
+    target = store.path.parent / "runs" / run_id / "workspace"
+    try:
+        return Workspace.create(target, task.workspace_template())
+    except WorkspaceError as err:
+        raise InputError(task.source or task.folder, "E500", f"workspace: {err}") from None
+
+
+async def run_task(
+    task: Task,
+    store: RunStore,
+    *,
+    model: str | None = None,
+    resume: bool = False,
+    progress: Progress = no_progress,
+    grader_model: str | None = None,
+    options: ClientOptions = NO_OPTIONS,
+    client: ModelClient | None = None,
+    grader_client: ModelClient | None = None,
+) -> RunResult:
+    """Run one task. `client`: one already built from the model URI (several tasks are
+    set up before any runs, so a bad URI or a missing key stops them all at once);
+    `grader_client` likewise for the grader model."""
+    uri = model_uri(task, model)
+    if client is None:
+        client = client_for(uri, task, options=options)
+    if grader_client is None:
+        grader_client = grader_client_for(grader_model, task, options)
+    lifecycle = lifecycle_of(task)
+    ledger = BudgetLedger(budgets_of(task))
+    run_id = store.create_run(
+        task.id,
+        {
+            "task_file": str(task.source) if task.source else None,
+            "model": uri,
+            "grader_model": grader_model,
+        },
+    )
+    workspace = workspace_for(store, run_id, task)
+    for entry in lifecycle.history:
+        store.append(run_id, EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+    orchestrator = Orchestrator(
+        task=task,
+        client=client,
+        store=store,
+        run_id=run_id,
+        ledger=ledger,
+        lifecycle=lifecycle,
+        workspace=workspace,
+        progress=progress,
+        grader_client=grader_client,
+    )
+    return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
+
+
+def grader_client_for(
+    grader_model: str | None, task: Task, options: ClientOptions
+) -> ModelClient | None:
+    """The grader model (`--grader-model`): without one, only tool checks can verify. It
+    shares --base-url but is never recorded: --record holds the agent's calls only."""
+    if not grader_model:
+        return None
+    return client_for(
+        grader_model,
+        task,
+        options=ClientOptions(base_url=options.base_url),
+        flag="--grader-model",
+    )
+
+
+async def run_then_close(
+    orchestrator: Orchestrator, *, resume: bool, clients: Sequence[ModelClient | None]
+) -> RunResult:
+    try:
+        return await orchestrator.run(resume=resume)
+    finally:
+        for client in clients:
+            if client is not None:
+                await close_client(client)
+
+
+def default_store(path: Path | None) -> RunStore:
+    return RunStore(path or Path(".ilh") / "runs.db")

@@ -1,0 +1,542 @@
+"""The agent's workspace tools (DESIGN §5): their specs for model providers, the call and
+result models, and `dispatch`, which runs one call confined to a `Workspace`.
+
+`dispatch` never raises for a bad call: an unknown tool, wrong arguments, a refused path
+or a failed read all come back as `ToolResult(ok=False, output=<message for the
+agent>, meta={"error": kind})`. `ok=True` means the tool ran; for `run_command` that
+includes a failing or timed-out command (see `meta["exit_code"]`, `meta["timed_out"]`).
+Outputs are plain text: the caller wraps them in `::UNTRUSTED` blocks.
+
+Caps (all outputs stay small enough to put back into a model context):
+`MAX_READ_BYTES`, `MAX_WRITE_BYTES`, `MAX_LIST_ENTRIES`, `MAX_GREP_MATCHES`,
+`MAX_GREP_FILES`, `MAX_GREP_FILE_BYTES`, `MAX_GREP_LINE_CHARS`, `MAX_GREP_PATTERN_CHARS`,
+`MAX_COMMAND_CHARS`, and `harness.workspace.commands.MAX_OUTPUT_BYTES` for command output.
+
+Known limit: `grep` runs Python's `re` in-process, which has no timeout, so a
+catastrophically backtracking pattern can stall the harness; the file-size, file-count
+and pattern-length caps bound the damage but do not remove it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import copy
+import json
+import math
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from harness.workspace.commands import run_shell
+from harness.workspace.folder import ToolError, ToolErrorKind, Workspace, show_path
+
+#: read_file returns at most this many bytes of a file (with a note when cut).
+MAX_READ_BYTES = 64 * 1024
+#: write_file refuses content larger than this (UTF-8 bytes).
+MAX_WRITE_BYTES = 1024 * 1024
+#: list_files stops after this many entries.
+MAX_LIST_ENTRIES = 1000
+#: grep stops after this many matching lines...
+MAX_GREP_MATCHES = 200
+#: ...or after scanning this many files.
+MAX_GREP_FILES = 5000
+#: grep skips files larger than this.
+MAX_GREP_FILE_BYTES = 1024 * 1024
+#: grep shows at most this many characters of a matching line.
+MAX_GREP_LINE_CHARS = 300
+#: grep refuses longer patterns.
+MAX_GREP_PATTERN_CHARS = 1000
+#: run_command refuses longer command strings.
+MAX_COMMAND_CHARS = 64 * 1024
+
+#: Bytes inspected for a NUL to decide that a file is binary.
+_BINARY_SNIFF_BYTES = 8192
+
+READ_ONLY_TOOLS = frozenset({"read_file", "list_files", "grep"})
+
+
+# -- argument models (strict: no coercion, no unknown keys) ---------------------------
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ReadFileArgs(_Args):
+    path: str = Field(description="File path relative to the workspace root.")
+
+
+class WriteFileArgs(_Args):
+    path: str = Field(
+        description="File path relative to the workspace root; parent folders are created."
+    )
+    content: str = Field(description="The complete new content of the file (UTF-8 text).")
+
+
+def _null_means_root(value: object) -> object:
+    # Some models send `null` for an optional argument they mean to leave out.
+    return "." if value is None else value
+
+
+_PathOrRoot = Annotated[str, BeforeValidator(_null_means_root)]
+_PATH_OR_ROOT_HELP = "Folder or file relative to the workspace root (default: the root)."
+
+
+class ListFilesArgs(_Args):
+    path: _PathOrRoot = Field(default=".", description=_PATH_OR_ROOT_HELP)
+
+
+class GrepArgs(_Args):
+    pattern: str = Field(description="Python regular expression searched in each line.")
+    path: _PathOrRoot = Field(default=".", description=_PATH_OR_ROOT_HELP)
+
+
+class RunCommandArgs(_Args):
+    command: str = Field(description="Shell command, run with /bin/sh -c in the workspace.")
+
+
+# -- public models ----------------------------------------------------------------------
+
+
+class ToolSpec(BaseModel):
+    """A tool as a model provider needs it: name, description, JSON schema of arguments."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_anthropic(self) -> dict[str, Any]:
+        # Copies: a client that edits its request must not edit the shared spec.
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": copy.deepcopy(self.parameters),
+        }
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": copy.deepcopy(self.parameters),
+            },
+        }
+
+
+class ToolCall(BaseModel):
+    """One tool call proposed by a model. `id` is the provider's call id, if any."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _decode_arguments(cls, value: object) -> object:
+        # Providers send arguments as a JSON string; absent arguments arrive as null.
+        if value is None:
+            return {}
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else {}
+            except json.JSONDecodeError:
+                return value  # left for validation to refuse
+        return value
+
+
+class ToolResult(BaseModel):
+    """The plain result of one call; the caller wraps `output` as untrusted content."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    ok: bool
+    output: str
+    meta: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+# -- specs --------------------------------------------------------------------------------
+
+_ARGS_MODELS: dict[str, type[_Args]] = {
+    "read_file": ReadFileArgs,
+    "write_file": WriteFileArgs,
+    "list_files": ListFilesArgs,
+    "grep": GrepArgs,
+    "run_command": RunCommandArgs,
+}
+
+_DESCRIPTIONS: dict[str, str] = {
+    "read_file": (
+        f"Read a text file from the workspace. Shows at most {MAX_READ_BYTES} bytes; "
+        "paths are relative to the workspace root and may not leave it."
+    ),
+    "write_file": (
+        "Create or replace a text file in the workspace with the given content, creating "
+        f"parent folders as needed. At most {MAX_WRITE_BYTES} bytes; symlinks are not "
+        "written through."
+    ),
+    "list_files": (
+        "List files and folders under a workspace folder, recursively, sorted; folders end "
+        f"with '/', symlinks show '-> target'. At most {MAX_LIST_ENTRIES} entries."
+    ),
+    "grep": (
+        "Search workspace text files for a Python regular expression. Prints "
+        f"'path:line:text' for each matching line, at most {MAX_GREP_MATCHES} lines."
+    ),
+    "run_command": (
+        "Run a shell command (/bin/sh -c) in the workspace folder with a time limit and a "
+        "minimal environment. Returns combined stdout and stderr (capped) and the exit code."
+    ),
+}
+
+
+def _parameters_schema(model: type[_Args]) -> dict[str, Any]:
+    """The model's JSON schema without pydantic's `title` noise, which providers ignore."""
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema.setdefault("required", [])
+    return schema
+
+
+TOOL_SPECS: tuple[ToolSpec, ...] = tuple(
+    ToolSpec(name=name, description=_DESCRIPTIONS[name], parameters=_parameters_schema(model))
+    for name, model in _ARGS_MODELS.items()
+)
+TOOL_NAMES: frozenset[str] = frozenset(_ARGS_MODELS)
+
+
+def tool_specs(*, read_only: bool = False) -> list[ToolSpec]:
+    """The specs to offer a model: all five, or the read-only subset for a grader."""
+    return [spec for spec in TOOL_SPECS if not read_only or spec.name in READ_ONLY_TOOLS]
+
+
+# -- dispatch -------------------------------------------------------------------------------
+
+
+def dispatch(
+    workspace: Workspace, call: ToolCall, *, timeout_s: float, read_only: bool = False
+) -> ToolResult:
+    """Run one tool call in `workspace`. Never raises for a bad call (see module doc).
+
+    `timeout_s` limits `run_command` (the orchestrator passes the time left, clamped);
+    `read_only=True` refuses `write_file` and `run_command` (grader mode).
+    """
+    model = _ARGS_MODELS.get(call.name)
+    if model is None:
+        known = ", ".join(_ARGS_MODELS)
+        return _failure(
+            call, f"unknown tool {show_path(call.name)}; tools: {known}", "unknown_tool"
+        )
+    if read_only and call.name not in READ_ONLY_TOOLS:
+        return _failure(call, f"{call.name} is not available in read-only mode", "read_only")
+    if not isinstance(call.arguments, dict):  # only reachable via model_construct
+        return _failure(call, f"arguments for {call.name} must be an object", "bad_arguments")
+    try:
+        args = model.model_validate(call.arguments)
+    except ValidationError as exc:
+        return _failure(call, _describe_validation(call.name, model, exc), "bad_arguments")
+    try:
+        output, meta = _execute(workspace, args, timeout_s)
+    except ToolError as exc:
+        return _failure(call, exc.message, exc.kind)
+    except FileNotFoundError:
+        return _failure(call, f"{call.name}: no such file or directory", "not_found")
+    except OSError as exc:
+        # strerror only: str(exc) would carry absolute host paths.
+        return _failure(
+            call, f"{call.name} failed: {exc.strerror or type(exc).__name__}", "os_error"
+        )
+    except ValueError as exc:
+        # Safety net for input the checks above missed (an OS call refusing a string):
+        # a bad call must come back as a result, never as an exception.
+        return _failure(call, f"{call.name} failed: {exc}", "invalid")
+    return ToolResult(name=call.name, ok=True, output=output, meta=meta, id=call.id)
+
+
+def _execute(workspace: Workspace, args: _Args, timeout_s: float) -> tuple[str, dict[str, Any]]:
+    match args:
+        case ReadFileArgs():
+            return read_file(workspace, args.path)
+        case WriteFileArgs():
+            return write_file(workspace, args.path, args.content)
+        case ListFilesArgs():
+            return list_files(workspace, args.path)
+        case GrepArgs():
+            return grep(workspace, args.pattern, args.path)
+        case RunCommandArgs():
+            return run_command(workspace, args.command, timeout_s=timeout_s)
+    raise AssertionError(f"no implementation for {type(args).__name__}")
+
+
+def _failure(call: ToolCall, message: str, kind: ToolErrorKind) -> ToolResult:
+    return ToolResult(name=call.name, ok=False, output=message, meta={"error": kind}, id=call.id)
+
+
+def _describe_validation(name: str, model: type[_Args], exc: ValidationError) -> str:
+    problems: list[str] = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"]) or "arguments"
+        match error["type"]:
+            case "missing":
+                problems.append(f"missing required argument '{field}'")
+            case "extra_forbidden":
+                problems.append(f"unexpected argument {show_path(field)}")
+            case "string_type":
+                problems.append(f"argument '{field}' must be a string")
+            case "model_type" | "dict_type":
+                problems.append("arguments must be a JSON object")
+            case _:
+                problems.append(f"argument '{field}': {error['msg']}")
+    expected = ", ".join(
+        f"{key}{'' if field.is_required() else '?'}" for key, field in model.model_fields.items()
+    )
+    return f"bad arguments for {name}: {'; '.join(problems)} (expected: {expected})"
+
+
+# -- the tools ----------------------------------------------------------------------------
+# Each returns (output text, meta) or raises ToolError/OSError; dispatch turns those into
+# results. They are public so harness code (e.g. evidence collection) can call them.
+
+
+def read_file(workspace: Workspace, path: str) -> tuple[str, dict[str, Any]]:
+    target = workspace.resolve(path)
+    if not target.exists():
+        raise ToolError(f"{show_path(path)} does not exist", "not_found")
+    rel = workspace.relative(target)
+    with os.fdopen(_open_regular(target, os.O_RDONLY, path), "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(MAX_READ_BYTES)
+    truncated = size > len(data)
+    meta: dict[str, Any] = {"path": rel, "bytes": size, "truncated": truncated, "binary": False}
+    if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+        meta["binary"] = True
+        return f"[binary file: {size} bytes; not shown]", meta
+    # final=False drops a multi-byte character cut in half by the cap.
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace").decode(data, final=not truncated)
+    if truncated:
+        text += f"\n[truncated: showing the first {len(data)} of {size} bytes]"
+    return text, meta
+
+
+def write_file(workspace: Workspace, path: str, content: str) -> tuple[str, dict[str, Any]]:
+    data = _utf8(content, "content")
+    if len(data) > MAX_WRITE_BYTES:
+        raise ToolError(
+            f"content is {len(data)} bytes; the limit is {MAX_WRITE_BYTES}", "too_large"
+        )
+    target = workspace.resolve_for_write(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    created = not target.exists()
+    # No O_TRUNC: the file is truncated only after the link-count check below.
+    flags = os.O_WRONLY | os.O_CREAT
+    with os.fdopen(_open_regular(target, flags, path), "wb") as handle:
+        if os.fstat(handle.fileno()).st_nlink > 1:
+            # A hard link (made with run_command) shares its inode with another name,
+            # which may lie outside the workspace: its real path is inside, so the path
+            # checks cannot see it. Writing would change that other file too. Fail
+            # closed: refused for every hard-linked file, even one whose other names are
+            # all in the workspace (we cannot tell which).
+            raise ToolError(
+                f"{show_path(path)} has other hard links (possibly outside the workspace); "
+                "refusing to write through it",
+                "invalid",
+            )
+        handle.truncate(0)
+        handle.write(data)
+    rel = workspace.relative(target)
+    verb = "created" if created else "replaced"
+    return f"{verb} {rel} ({len(data)} bytes)", {
+        "path": rel,
+        "bytes": len(data),
+        "created": created,
+    }
+
+
+def list_files(workspace: Workspace, path: str = ".") -> tuple[str, dict[str, Any]]:
+    start = workspace.resolve(path)
+    if not start.exists():
+        raise ToolError(f"{show_path(path)} does not exist", "not_found")
+    if not start.is_dir():
+        rel = workspace.relative(start)
+        return rel, {"path": rel, "entries": 1, "truncated": False}
+    lines: list[str] = []
+    truncated = False
+    for entry in workspace.walk(start):
+        if len(lines) >= MAX_LIST_ENTRIES:
+            truncated = True
+            break
+        if entry.kind == "dir":
+            lines.append(entry.rel + "/")
+        elif entry.kind == "link":
+            lines.append(f"{entry.rel} -> {_link_text(entry.path)}")
+        else:
+            lines.append(entry.rel)
+    rel = workspace.relative(start)
+    meta = {"path": rel, "entries": len(lines), "truncated": truncated}
+    if not lines:
+        return f"(no files under {rel})", meta
+    if truncated:
+        lines.append(f"[listing capped at {MAX_LIST_ENTRIES} entries; narrow it with path]")
+    return "\n".join(lines), meta
+
+
+def grep(workspace: Workspace, pattern: str, path: str = ".") -> tuple[str, dict[str, Any]]:
+    if len(pattern) > MAX_GREP_PATTERN_CHARS:
+        raise ToolError(f"pattern is longer than {MAX_GREP_PATTERN_CHARS} characters")
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression: {exc}", "invalid") from exc
+    start = workspace.resolve(path)
+    if not start.exists():
+        raise ToolError(f"{show_path(path)} does not exist", "not_found")
+    files = (
+        (e.path for e in workspace.walk(start) if e.kind == "file")
+        if start.is_dir()
+        else iter([start])
+    )
+
+    matches: list[str] = []
+    matched_files: list[str] = []  # exact names: `rel:n:` in the output is ambiguous
+    scanned = skipped = 0
+    truncated = False
+    for file in files:
+        if len(matches) >= MAX_GREP_MATCHES or scanned >= MAX_GREP_FILES:
+            truncated = True
+            break
+        text = _text_for_grep(file)
+        if text is None:
+            skipped += 1
+            continue
+        scanned += 1
+        rel = workspace.relative(file)
+        for number, line in enumerate(text.split("\n"), start=1):
+            line = line.removesuffix("\r")
+            if regex.search(line):
+                if len(matches) >= MAX_GREP_MATCHES:
+                    truncated = True
+                    break
+                shown = (
+                    line if len(line) <= MAX_GREP_LINE_CHARS else (line[:MAX_GREP_LINE_CHARS] + "…")
+                )
+                matches.append(f"{rel}:{number}:{shown}")
+                if not matched_files or matched_files[-1] != rel:
+                    matched_files.append(rel)
+    meta = {
+        "matches": len(matches),
+        "matched_files": matched_files,
+        "files_scanned": scanned,
+        "files_skipped": skipped,
+        "truncated": truncated,
+    }
+    if truncated:
+        matches.append(
+            f"[output capped ({MAX_GREP_MATCHES} matches or {MAX_GREP_FILES} files); "
+            "narrow the pattern or path]"
+        )
+    return ("\n".join(matches) if matches else "(no matches)"), meta
+
+
+def run_command(
+    workspace: Workspace, command: str, *, timeout_s: float
+) -> tuple[str, dict[str, Any]]:
+    if not command.strip():
+        raise ToolError("command is empty")
+    if len(command) > MAX_COMMAND_CHARS:
+        raise ToolError(f"command is longer than {MAX_COMMAND_CHARS} characters", "too_large")
+    if "\x00" in command:
+        raise ToolError("command contains a NUL byte")
+    _utf8(command, "command")
+    if not math.isfinite(timeout_s) or timeout_s <= 0:
+        raise ToolError("no time is left in the budget to run a command", "no_time")
+    result = run_shell(command, workspace.root, timeout_s)
+    output = result.output if result.output else "(no output)"
+    if not output.endswith("\n"):
+        output += "\n"
+    if result.timed_out:
+        output += (
+            f"[timed out after {timeout_s:g}s; the command and its child processes were killed]"
+        )
+    else:
+        output += f"[exit code: {result.exit_code}]"
+    meta = {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "duration_s": result.duration_s,
+        "truncated": result.truncated,
+        "output_bytes": result.output_bytes,
+    }
+    return output, meta
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _utf8(text: str, what: str) -> bytes:
+    """`text` as UTF-8; lone surrogates (possible in JSON strings) are refused, not
+    silently replaced."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"{what} is not valid Unicode text (lone surrogate)") from exc
+
+
+def _open_regular(target: Path, flags: int, shown: str) -> int:
+    """Open `target` and return the descriptor, refusing anything but a regular file.
+
+    O_NOFOLLOW: the last component was checked not to be an escaping symlink, and must
+    not become one before the open. O_NONBLOCK: opening a FIFO the agent planted must
+    not hang the harness (it has no effect on regular files).
+    """
+    fd = os.open(target, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ToolError(f"{show_path(shown)} is a directory; use list_files")
+        if not stat.S_ISREG(mode):
+            raise ToolError(f"{show_path(shown)} is not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _text_for_grep(file: Path) -> str | None:
+    """The file's text, or None when it is too large, binary, unreadable or not regular."""
+    try:
+        with os.fdopen(_open_regular(file, os.O_RDONLY, file.name), "rb") as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_GREP_FILE_BYTES:
+                return None
+            data: bytes = handle.read(MAX_GREP_FILE_BYTES + 1)
+    except (OSError, ToolError):
+        return None
+    if len(data) > MAX_GREP_FILE_BYTES or b"\x00" in data[:_BINARY_SNIFF_BYTES]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _link_text(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except OSError:
+        return "?"
