@@ -51,6 +51,7 @@ def is_runner_hook(relative: str) -> bool:
     module = _TOP_LEVEL_MODULE.match(relative)
     return module is not None and module.group(1) in _SHADOWED
 
+
 #: How many workspace entries are looked at for added hooks. Past it nothing more is
 #: known, and that counts as tampering (fail closed): the checks are not trusted.
 MAX_ENTRIES = 200_000

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.record.results import RunResult
 from harness.record.store import RunStore
-from harness.run.batch import gather_limited
+from harness.run.batch import gather_limited, run_tasks
 from tests.harness_helpers import ilh
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,3 +102,39 @@ def test_gather_limited_finishes_every_job_before_raising() -> None:
     with pytest.raises(ValueError, match="boom"):
         asyncio.run(gather_limited([job(i) for i in range(4)], 2))
     assert sorted(finished) == [0, 2, 3]
+
+
+def _scripted_task(folder: Path, task_id: str, turns: list[dict[str, object]]) -> Path:
+    folder.mkdir()
+    (folder / "workspace").mkdir()
+    (folder / "agent.jsonl").write_text("\n".join(json.dumps(t) for t in turns) + "\n")
+    (folder / "task.toml").write_text(
+        f'[task]\nid = "{task_id}"\nobjective = "wait and look"\nworkspace = "workspace"\n'
+        '[budget.time]\nlimit = "60s"\n[budget.rounds]\nlimit = 8\n'
+        '[agent]\nmodel = "scripted:agent.jsonl"\n'
+    )
+    return folder / "task.toml"
+
+
+def test_one_tasks_command_never_stalls_or_charges_another(tmp_path: Path) -> None:
+    """Commands run off the event loop: while one task's `sleep` runs, the other task's
+    rounds go on, and its time budget pays only for its own work."""
+    sleep = {"name": "run_command", "arguments": {"command": "sleep 3"}}
+    look = {"name": "list_files", "arguments": {}}
+    stop = "::STATUS{@TASK|state:blocked|reason:agent_stop|by:@AGENT|authority:proposal}"
+    sleeper = _scripted_task(
+        tmp_path / "sleeper", "sleeper", [{"text": "wait", "tool_calls": [sleep]}, {"text": stop}]
+    )
+    quick = _scripted_task(
+        tmp_path / "quick",
+        "quick",
+        [{"text": "look", "tool_calls": [look]} for _ in range(4)] + [{"text": stop}],
+    )
+    with RunStore(tmp_path / "runs.db") as store:
+        results = asyncio.run(run_tasks([sleeper, quick], store, concurrency=2))
+
+    def time_used(result: RunResult) -> float:
+        return float(next(row["used"] for row in result.budgets if row["kind"] == "time"))
+
+    assert time_used(results[0]) >= 3.0
+    assert time_used(results[1]) < 1.5, results[1].budgets

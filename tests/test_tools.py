@@ -15,6 +15,7 @@ import pytest
 from harness.workspace import commands, tools
 from harness.workspace.commands import CommandResult, run_shell, scrubbed_env
 from harness.workspace.folder import Workspace
+from harness.workspace.sandbox import UNCONFINED
 from harness.workspace.tools import (
     READ_ONLY_TOOLS,
     TOOL_SPECS,
@@ -54,6 +55,31 @@ def _wait_gone(pid: int, within_s: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return _process_gone(pid)
+
+
+def _running_with(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line holds `marker`. Pids inside the
+    sandbox are the sandbox's own, so survivors are found by what they run."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if marker in cmdline and not _process_gone(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_none_running(marker: str, within_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not _running_with(marker):
+            return True
+        time.sleep(0.05)
+    return not _running_with(marker)
 
 
 # -- specs and models -----------------------------------------------------------------
@@ -366,8 +392,21 @@ def test_run_command_reports_output_and_exit_code(ws: Workspace) -> None:
 
 def test_run_command_runs_in_the_workspace(ws: Workspace) -> None:
     result = call(ws, "run_command", command="pwd; echo hi > made.txt")
-    assert result.output.splitlines()[0] == str(ws.root)
+    # Confined, the workspace is mounted at /workspace: the harness's paths stay unseen.
+    assert result.output.splitlines()[0] == "/workspace"
+    assert result.meta["sandbox"] == "bwrap"
     assert (ws.root / "made.txt").read_text() == "hi\n"
+
+
+def test_run_command_unconfined_runs_in_the_workspace_itself(ws: Workspace) -> None:
+    result = dispatch(
+        ws,
+        ToolCall(name="run_command", arguments={"command": "pwd"}),
+        timeout_s=TIMEOUT_S,
+        sandbox=UNCONFINED,
+    )
+    assert result.output.splitlines()[0] == str(ws.root)
+    assert result.meta["sandbox"] == "none"
 
 
 def test_run_command_environment_is_scrubbed(
@@ -387,16 +426,17 @@ def test_run_command_environment_is_scrubbed(
         "LANG",
         "LC_ALL",
         "PYTHONDONTWRITEBYTECODE",
+        "PYTHONNOUSERSITE",
         "TMPDIR",
         "PWD",
         "SHLVL",
         "_",
         "OLDPWD",
     }  # the last four are set by sh itself
-    assert env["HOME"] == str(ws.root)
+    assert env["HOME"] == "/workspace"
     assert env["LANG"] == env["LC_ALL"] == "C.UTF-8"
-    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
-    assert Path(env["TMPDIR"]).parent == ws.root
+    assert env["PYTHONDONTWRITEBYTECODE"] == env["PYTHONNOUSERSITE"] == "1"
+    assert env["TMPDIR"] == "/tmp"
 
 
 def test_run_command_python_is_the_harness_interpreter(ws: Workspace) -> None:
@@ -404,20 +444,28 @@ def test_run_command_python_is_the_harness_interpreter(ws: Workspace) -> None:
     assert result.output.splitlines()[0] == str(Path(sys.executable).parent / "python")
 
 
-def test_run_command_temp_dir_is_removed_afterwards(ws: Workspace) -> None:
-    result = call(ws, "run_command", command='touch "$TMPDIR/scratch"; echo "$TMPDIR"')
-    assert result.ok
-    tmp_dir = Path(result.output.splitlines()[0])
-    assert tmp_dir.parent == ws.root
-    assert not tmp_dir.exists()
+def test_run_command_temp_dir_is_private_and_gone_afterwards(ws: Workspace) -> None:
+    marker = f"ilh-scratch-{os.getpid()}-{time.monotonic_ns()}"
+    first = call(ws, "run_command", command=f'touch "$TMPDIR/{marker}"; ls "$TMPDIR"')
+    assert first.ok and marker in first.output
+    assert not (Path(tempfile.gettempdir()) / marker).exists()  # not the host's /tmp
+    second = call(ws, "run_command", command='ls -A "$TMPDIR"')
+    assert marker not in second.output  # each command gets a fresh one
     assert list(ws.root.iterdir()) == []
+
+
+def test_run_command_unconfined_temp_dir_is_removed_afterwards(tmp_path: Path) -> None:
+    result = run_shell('touch "$TMPDIR/scratch"; echo "$TMPDIR"', tmp_path, 10, sandbox=UNCONFINED)
+    tmp_dir = Path(result.output.splitlines()[0])
+    assert tmp_dir.parent == tmp_path
+    assert not tmp_dir.exists()
 
 
 def test_run_command_timeout_kills_the_process_group(ws: Workspace) -> None:
     started = time.monotonic()
     result = dispatch(
         ws,
-        ToolCall(name="run_command", arguments={"command": "sleep 30 & echo $! > pid; wait"}),
+        ToolCall(name="run_command", arguments={"command": "sleep 30.4242 & wait"}),
         timeout_s=1.0,
     )
     assert time.monotonic() - started < 15  # far below the child's 30 s
@@ -425,17 +473,16 @@ def test_run_command_timeout_kills_the_process_group(ws: Workspace) -> None:
     assert result.meta["timed_out"] is True
     assert result.meta["exit_code"] != 0
     assert "timed out" in result.output
-    child = int((ws.root / "pid").read_text())
-    assert _wait_gone(child), "the sleep child survived the timeout"
+    assert _wait_none_running("sleep 30.4242"), "the sleep child survived the timeout"
 
 
 def test_background_children_are_killed_when_the_shell_exits(ws: Workspace) -> None:
     started = time.monotonic()
-    result = call(ws, "run_command", command="sleep 30 & echo $! > pid; echo started")
+    result = call(ws, "run_command", command="sleep 30.4343 & echo started")
     assert time.monotonic() - started < 15
     assert result.meta == {**result.meta, "exit_code": 0, "timed_out": False}
     assert result.output.startswith("started\n")
-    assert _wait_gone(int((ws.root / "pid").read_text()))
+    assert _wait_none_running("sleep 30.4343")
 
 
 def test_run_command_output_is_capped(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -490,7 +537,15 @@ def test_run_shell_rejects_bad_timeouts(tmp_path: Path) -> None:
 def test_scrubbed_env_starts_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     env = scrubbed_env(tmp_path, tmp_path / "t")
-    assert set(env) == {"PATH", "HOME", "LANG", "LC_ALL", "PYTHONDONTWRITEBYTECODE", "TMPDIR"}
+    assert set(env) == {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONNOUSERSITE",
+        "TMPDIR",
+    }
     assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)
 
 
@@ -506,7 +561,7 @@ def test_run_shell_falls_back_when_cwd_is_not_writable(
         return str(real_mkdtemp(prefix=prefix))
 
     monkeypatch.setattr(tempfile, "mkdtemp", refuse_in_cwd)
-    result = run_shell('echo "$TMPDIR"', tmp_path, 10)
+    result = run_shell('echo "$TMPDIR"', tmp_path, 10, sandbox=UNCONFINED)
     assert result.passed
     tmp_dir = Path(result.output.strip())
     assert not tmp_dir.is_relative_to(tmp_path)

@@ -25,15 +25,27 @@ from rich.table import Table
 from budgets.ledger import BudgetLedger
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
-from harness.cli.options import GRADER_MODEL_OPTION
+from harness.cli.options import (
+    GRADER_MODEL_OPTION,
+    NETWORK_OPTION,
+    SANDBOX_OPTION,
+    sandbox_overrides,
+)
 from harness.grading.grader import Grader, claims_from_text, grading_rubric
 from harness.inputs.errors import InputError, read_utf8
 from harness.inputs.task_file import load_task
 from harness.models.clients.options import NO_OPTIONS
 from harness.run.orchestrator import objective_of, task_blocks
-from harness.run.setup import budgets_of, close_client, grader_client_for
+from harness.run.progress import sandbox_line
+from harness.run.setup import budgets_of, close_client, grader_client_for, sandbox_policy
 from harness.workspace.folder import Workspace, WorkspaceError
 from harness.workspace.interrupts import immediate_interrupts
+from harness.workspace.sandbox import (
+    NO_OVERRIDES,
+    SandboxOverrides,
+    SandboxPolicy,
+    sandbox_report,
+)
 
 EXIT_VERIFIED = 0
 EXIT_NEEDS_REVISION = 1
@@ -54,9 +66,11 @@ async def grade_task(
     claim_file: Path | None,
     grader_model: str | None,
     baseline: Path | None = None,
-) -> tuple[GradeReport, list[AgentClaim]]:
+    sandbox: SandboxOverrides = NO_OVERRIDES,
+) -> tuple[GradeReport, list[AgentClaim], SandboxPolicy]:
     """Everything `ilh grade` does but the output. Bad input raises InputError."""
     task = load_task(task_file)
+    policy = sandbox_policy(task, sandbox)
     if task.spec.rubric is None:
         raise InputError(
             task_file,
@@ -80,15 +94,22 @@ async def grade_task(
         ledger=BudgetLedger(budgets_of(task)),
         client=client,
         baseline=baseline,
+        sandbox=policy,
     )
     try:
-        return await grader.grade(claims), claims
+        return await grader.grade(claims), claims, policy
     finally:
         if client is not None:
             await close_client(client)
 
 
-def show(console: Console, report: GradeReport, claims: list[AgentClaim], claimed: bool) -> None:
+def show(
+    console: Console,
+    report: GradeReport,
+    claims: list[AgentClaim],
+    claimed: bool,
+    policy: SandboxPolicy,
+) -> None:
     table = Table(title="ilh grade", show_lines=False)
     for column in ("criterion", "weight", "result", "via", "detail"):
         table.add_column(column)
@@ -117,6 +138,7 @@ def show(console: Console, report: GradeReport, claims: list[AgentClaim], claime
         console.print("[yellow]note[/] the claim file holds no ::STATUS or ::EVIDENCE claim")
     for note in report.notes:
         console.print(f"[yellow]note[/] {escape(note)}")
+    console.print(sandbox_line(sandbox_report(policy)))
     if report.grader_model is not None:
         console.print(
             f"grader {escape(report.grader_model)}: {report.tokens.input} in / "
@@ -146,6 +168,8 @@ def show(console: Console, report: GradeReport, claims: list[AgentClaim], claime
     help="The workspace as it was before the agent worked (say, the base branch's "
     "checkout): tool checks are trusted only while its test files are unchanged.",
 )
+@SANDBOX_OPTION
+@NETWORK_OPTION
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (DESIGN §6) on stdout.")
 def grade(
     task_file: Path,
@@ -153,6 +177,8 @@ def grade(
     claim_file: Path | None,
     grader_model: str | None,
     baseline: Path | None,
+    sandbox_mode: str | None,
+    network: str | None,
     as_json: bool,
 ) -> None:
     """Grade the work in a workspace against TASK_FILE's rubric.
@@ -161,8 +187,15 @@ def grade(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         with immediate_interrupts():
-            report, claims = asyncio.run(
-                grade_task(task_file, workspace_dir, claim_file, grader_model, baseline)
+            report, claims, policy = asyncio.run(
+                grade_task(
+                    task_file,
+                    workspace_dir,
+                    claim_file,
+                    grader_model,
+                    baseline,
+                    sandbox_overrides(sandbox_mode, network),
+                )
             )
     except InputError as bad:
         err.print(f"[bold red]error[/] {escape(bad.render())}", markup=True)
@@ -171,7 +204,12 @@ def grade(
         err.print("interrupted: nothing was graded (the running check was stopped)")
         sys.exit(EXIT_INTERRUPTED)
     if as_json:
+        # Exactly DESIGN §6's object: consumers parse it strictly. An unconfined grading
+        # is still said, on stderr, where a person running the pipeline sees it.
+        if not policy.confined:
+            err.print(sandbox_line(sandbox_report(policy)))
         click.echo(json.dumps(report.design_json(), ensure_ascii=False))
     else:
-        show(Console(highlight=False, soft_wrap=True), report, claims, claim_file is not None)
+        console = Console(highlight=False, soft_wrap=True)
+        show(console, report, claims, claim_file is not None, policy)
     sys.exit(EXIT_VERIFIED if report.verdict == "verified_complete" else EXIT_NEEDS_REVISION)

@@ -11,7 +11,12 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from harness.cli.options import GRADER_MODEL_OPTION
+from harness.cli.options import (
+    GRADER_MODEL_OPTION,
+    NETWORK_OPTION,
+    SANDBOX_OPTION,
+    sandbox_overrides,
+)
 from harness.inputs.errors import InputError
 from harness.inputs.task_file import load_task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
@@ -23,6 +28,7 @@ from harness.run.progress import live_progress, summary
 from harness.run.resume import resume_run
 from harness.run.setup import default_store, run_task
 from harness.workspace.interrupts import immediate_interrupts
+from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 
 RESUME_FLAG = "\0flag"
 
@@ -55,6 +61,7 @@ def execute(
     as_json: bool,
     grader_model: str | None = None,
     options: ClientOptions = NO_OPTIONS,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> RunResult:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     progress = no_progress if as_json else live_progress(err)
@@ -72,6 +79,7 @@ def execute(
                     progress=progress,
                     grader_model=grader_model,
                     options=options,
+                    sandbox=sandbox,
                 )
             )
         if resume in (None, RESUME_FLAG):
@@ -84,6 +92,7 @@ def execute(
                 progress=progress,
                 options=options,
                 grader_model=grader_model,
+                sandbox=sandbox,
             )
         )
 
@@ -96,6 +105,7 @@ def execute_many(
     grader_model: str | None,
     options: ClientOptions,
     concurrency: int,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> list[RunResult]:
     """Several TASK_FILEs, at most `concurrency` at a time (harness.run.batch). Live progress
     is off: the lines of concurrent runs would interleave; each run's summary follows."""
@@ -111,6 +121,7 @@ def execute_many(
                 resume=resume is not None,
                 options=options,
                 grader_model=grader_model,
+                sandbox=sandbox,
             )
         )
 
@@ -156,6 +167,8 @@ def execute_many(
     show_default=True,
     help="With several TASK_FILEs: how many run at once.",
 )
+@SANDBOX_OPTION
+@NETWORK_OPTION
 def run(
     task_files: tuple[Path, ...],
     resume: str | None,
@@ -166,6 +179,8 @@ def run(
     base_url: str | None,
     record_path: Path | None,
     concurrency: int,
+    sandbox_mode: str | None,
+    network: str | None,
 ) -> None:
     """Run TASK_FILE under enforced iLang v4 semantics.
 
@@ -177,16 +192,33 @@ def run(
     2 on bad input, 1 on an internal error."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     options = ClientOptions(base_url=base_url, record=record_path)
+    sandbox = sandbox_overrides(sandbox_mode, network)
     try:
         with immediate_interrupts():
             if len(task_files) > 1:
                 results = execute_many(
-                    task_files, resume, model, store_path, grader_model, options, concurrency
+                    task_files,
+                    resume,
+                    model,
+                    store_path,
+                    grader_model,
+                    options,
+                    concurrency,
+                    sandbox,
                 )
             else:
                 task_file = task_files[0] if task_files else None
                 results = [
-                    execute(task_file, resume, model, store_path, as_json, grader_model, options)
+                    execute(
+                        task_file,
+                        resume,
+                        model,
+                        store_path,
+                        as_json,
+                        grader_model,
+                        options,
+                        sandbox,
+                    )
                 ]
     except InputError as bad:
         err.print(f"[bold red]error[/] {bad.render()}", markup=True)

@@ -42,6 +42,7 @@ from harness.models.interface import ModelClient
 from harness.record.results import ProposalRow
 from harness.workspace.commands import run_shell
 from harness.workspace.folder import Workspace
+from harness.workspace.sandbox import CONFINED, SandboxPolicy
 
 #: How many of the agent's claims (the latest) the grader sees.
 MAX_CLAIMS_SHOWN = 50
@@ -135,10 +136,12 @@ class Grader:
         client: ModelClient | None = None,
         max_output: int = MAX_GRADER_OUTPUT,
         baseline: Path | None = None,
+        sandbox: SandboxPolicy = CONFINED,
     ) -> None:
         """`baseline`: the template the workspace was made from, if any; the tool checks
         are trusted only while the test files in it are unchanged (`graders.baseline`)."""
         self.baseline = baseline
+        self.sandbox = sandbox
         self.rubric = rubric
         self.objective = objective
         self.task_blocks = list(task_blocks)
@@ -148,7 +151,10 @@ class Grader:
         self.max_output = max_output
 
     def _run(self, command: str, timeout_s: float) -> CommandOutcome:
-        return run_shell(command, self.workspace.root, timeout_s)
+        # Read-only: a check judges the work, it never changes it.
+        return run_shell(
+            command, self.workspace.root, timeout_s, sandbox=self.sandbox, writable=False
+        )
 
     def _time_room(self) -> float | None:
         room = self.ledger.room(BudgetKind.TIME, Pool.AUDIT)

@@ -19,6 +19,7 @@ from pydantic import (
 
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import InputError, read_utf8
+from harness.inputs.sizes import parse_size
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
 WEIGHT_TOLERANCE = 1e-9
@@ -110,12 +111,30 @@ class AgentSection(Strict):
     model: str = Field(pattern=r"^(anthropic|openai|local|scripted|replay):.+$")
 
 
+Bytes = Annotated[int, BeforeValidator(parse_size)]
+
+
+class SandboxSection(Strict):
+    """`[sandbox]`: how the agent's and the grader's commands are confined. A task file
+    can open the network (`network = "host"`, recorded and shown) and set limits; it
+    cannot turn the sandbox off: only the person running `ilh` can, with
+    `--sandbox none`."""
+
+    network: Literal["none", "host"] = "none"
+    processes: int | None = Field(default=None, ge=8, le=65536)
+    file_size: Bytes | None = Field(default=None, ge=1024 * 1024)
+    open_files: int | None = Field(default=None, ge=32, le=1 << 20)
+    cpu_seconds: int | None = Field(default=None, ge=1)
+    memory: Bytes | None = Field(default=None, ge=64 * 1024 * 1024)
+
+
 class TaskFile(Strict):
     task: TaskSection
     budget: BudgetSection = BudgetSection()
     rubric: RubricSection | None = None
     initial: InitialSection | None = None
     agent: AgentSection | None = None
+    sandbox: SandboxSection | None = None
 
     @field_validator("budget", mode="before")
     @classmethod

@@ -78,6 +78,10 @@ class RunResult(BaseModel):
     grader: dict[str, Any] | None = None
     notes: list[str] = []
     workspace: str | None = None
+    # How commands were confined (DESIGN §5): {"mode": "bwrap", "network": …, "limits":
+    # …} or {"mode": "none", "warning": …} when the user chose `--sandbox none`, and
+    # "available": false with the reason when commands were refused for want of one.
+    sandbox: dict[str, Any] | None = None
     model: str | None = None
 
     @property

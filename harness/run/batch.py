@@ -21,6 +21,7 @@ from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Progress, no_progress
 from harness.run.setup import client_for, close_client, model_uri, run_task
+from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 
 T = TypeVar("T")
 
@@ -55,6 +56,7 @@ async def run_tasks(
     options: ClientOptions = NO_OPTIONS,
     grader_model: str | None = None,
     progress: Progress = no_progress,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> list[RunResult]:
     tasks = [load_task(path) for path in task_files]
     clients = []
@@ -77,6 +79,7 @@ async def run_tasks(
                 grader_model=grader_model,
                 options=options,
                 client=clients[index],
+                sandbox=sandbox,
             )
 
         return go

@@ -50,6 +50,7 @@ from harness.record.results import (
 )
 from harness.record.store import RunStore
 from harness.workspace.folder import Workspace
+from harness.workspace.sandbox import CONFINED, SandboxPolicy, sandbox_report
 from harness.workspace.tools import ToolCall, ToolResult, dispatch, tool_specs
 
 DEFAULT_MAX_OUTPUT = 4096
@@ -132,8 +133,10 @@ class Orchestrator:
         progress: Progress = no_progress,
         max_output: int = DEFAULT_MAX_OUTPUT,
         grader_client: ModelClient | None = None,
+        sandbox: SandboxPolicy = CONFINED,
     ) -> None:
         self.task = task
+        self.sandbox = sandbox
         self.client = client
         self.store = store
         self.run_id = run_id
@@ -161,6 +164,7 @@ class Orchestrator:
             ledger=ledger,
             client=grader_client,
             baseline=task.workspace_template(),
+            sandbox=sandbox,
         )
         self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
         self.grader_feedback: list[str] = []
@@ -310,7 +314,7 @@ class Orchestrator:
         self.state.history.append(
             Segment(provenance=Provenance.AGENT, text=reply.text, tool_calls=reply.tool_calls)
         )
-        results = [self.run_tool(call) for call in reply.tool_calls]
+        results = [await self.run_tool(call) for call in reply.tool_calls]
         overrun = [b for b in self.ledger.budgets() if b.remaining < 0]
         feedback = self.read_proposals(reply, overrun_by=[f"{b.kind} ({b.id})" for b in overrun])
         self.record(EventKind.BUDGET_SNAPSHOT, {"budgets": self.ledger.rows_json(self.state.round)})
@@ -444,14 +448,18 @@ class Orchestrator:
         }
 
     # -------------------------------------------------------------------- tools
-    def run_tool(self, call: ToolCall) -> ToolResult:
+    async def run_tool(self, call: ToolCall) -> ToolResult:
         time_left = self.ledger.room(BudgetKind.TIME)
         timeout = (
             min(DEFAULT_TOOL_TIMEOUT_S, time_left)
             if time_left is not None
             else DEFAULT_TOOL_TIMEOUT_S
         )
-        result = dispatch(self.workspace, call, timeout_s=max(timeout, 0.001))
+        # In a worker thread: a command may run for minutes, and the other tasks of a
+        # batch share this event loop; their time budgets must not pay for it.
+        result = await asyncio.to_thread(
+            dispatch, self.workspace, call, timeout_s=max(timeout, 0.001), sandbox=self.sandbox
+        )
         self.record(
             EventKind.TOOL_CALL,
             {
@@ -498,6 +506,7 @@ class Orchestrator:
             notes=self.state.notes,
             workspace=str(self.workspace.root),
             model=self.client.name,
+            sandbox=sandbox_report(self.sandbox),
         )
         self.record(
             EventKind.RUN_ENDED, {"ended_by": ended, "result": result.model_dump(mode="json")}

@@ -68,6 +68,7 @@ def summary(console: Console, result: RunResult) -> None:
     table.add_row("ended by", result.ended_by)
     table.add_row("final", escape(final.line) if final else "-")
     table.add_row("model", escape(result.model or "-"))
+    table.add_row("sandbox", sandbox_text(result.sandbox))
     table.add_row(
         "proposals",
         ", ".join(
@@ -111,3 +112,25 @@ def grader_rows(table: Table, result: RunResult) -> None:
         "grader tokens",
         f"{tokens.get('input', 0)} in / {tokens.get('output', 0)} out ({shown})",
     )
+
+
+def sandbox_text(report: dict[str, Any] | None) -> str:
+    """The sandbox in plain words, loud when commands ran (or would run) unconfined or were
+    refused: a person reading the summary must not miss that the workspace was not a cage."""
+    if not report:
+        return "-"
+    if not report.get("confined"):
+        return "[bold red]NONE[/] " + escape(str(report.get("warning", "commands ran unconfined")))
+    if report.get("available") is False:
+        return "[bold red]unavailable[/]: commands and tool checks were refused: " + escape(
+            str(report.get("reason", ""))
+        )
+    limits = report.get("limits", {})
+    shown = ", ".join(f"{k} {v}" for k, v in limits.items())
+    network = report.get("network")
+    net = "[bold yellow]host network[/]" if network == "host" else "no network"
+    return f"{escape(str(report.get('mode')))} · {net} · {escape(shown)}"
+
+
+def sandbox_line(report: dict[str, Any]) -> str:
+    return "sandbox " + sandbox_text(report)

@@ -29,8 +29,10 @@ from harness.run.setup import (
     grader_client_for,
     model_uri,
     run_then_close,
+    sandbox_policy,
 )
 from harness.workspace.folder import Workspace
+from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 from harness.workspace.tools import ToolCall, ToolResult
 
 
@@ -179,6 +181,7 @@ async def resume_run(
     progress: Progress = no_progress,
     options: ClientOptions = NO_OPTIONS,
     grader_model: str | None = None,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> RunResult:
     """`model`/`grader_model` override what the run was started with (the record's
     meta); a run started with a grader model is graded by it again when resumed."""
@@ -226,5 +229,8 @@ async def resume_run(
         state=state,
         progress=progress,
         grader_client=grader_client,
+        # Confinement is decided anew: `--sandbox none` must be said again to resume
+        # unconfined.
+        sandbox=sandbox_policy(task, sandbox),
     )
     return await run_then_close(orchestrator, resume=True, clients=(client, grader_client))

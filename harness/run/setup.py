@@ -19,6 +19,13 @@ from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, no_progress
 from harness.workspace.folder import Workspace, WorkspaceError
+from harness.workspace.sandbox import (
+    CONFINED,
+    NO_OVERRIDES,
+    SandboxOverrides,
+    SandboxPolicy,
+    sandbox_report,
+)
 
 MODEL_SCHEMES = ("anthropic", "openai", "local", "scripted", "replay")
 
@@ -142,6 +149,7 @@ async def run_task(
     options: ClientOptions = NO_OPTIONS,
     client: ModelClient | None = None,
     grader_client: ModelClient | None = None,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> RunResult:
     """Run one task. `client`: one already built from the model URI (several tasks are
     set up before any runs, so a bad URI or a missing key stops them all at once);
@@ -153,12 +161,14 @@ async def run_task(
         grader_client = grader_client_for(grader_model, task, options)
     lifecycle = lifecycle_of(task)
     ledger = BudgetLedger(budgets_of(task))
+    policy = sandbox_policy(task, sandbox)
     run_id = store.create_run(
         task.id,
         {
             "task_file": str(task.source) if task.source else None,
             "model": uri,
             "grader_model": grader_model,
+            "sandbox": sandbox_report(policy),
         },
     )
     workspace = workspace_for(store, run_id, task)
@@ -174,8 +184,17 @@ async def run_task(
         workspace=workspace,
         progress=progress,
         grader_client=grader_client,
+        sandbox=policy,
     )
     return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
+
+
+def sandbox_policy(task: Task, overrides: SandboxOverrides = NO_OVERRIDES) -> SandboxPolicy:
+    """The task file's `[sandbox]` (limits, network), then the command line's overrides.
+    Only the command line can turn confinement off (`--sandbox none`)."""
+    section = task.spec.sandbox
+    policy = CONFINED if section is None else SandboxPolicy(**section.model_dump(exclude_none=True))
+    return overrides.apply(policy)
 
 
 def grader_client_for(

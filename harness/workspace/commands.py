@@ -1,21 +1,24 @@
-"""The scrubbed, time-limited shell runner behind the agent's `run_command` tool and the
-grader's tool checks (`run = "..."` criteria: exit 0 = pass).
+"""The time-limited shell runner behind the agent's `run_command` tool and the grader's
+tool checks: every command runs confined (`harness.workspace.sandbox`), unless the user
+explicitly chose `--sandbox none`.
 
 What it guarantees:
 
 * The command sees an environment built from nothing: `PATH` (a fixed safe default
   behind the current interpreter's bin directory, so `python` is the harness's
   interpreter), `HOME` = the working directory, `LANG`/`LC_ALL` = `C.UTF-8`,
-  `PYTHONDONTWRITEBYTECODE=1` and a private `TMPDIR` inside the working directory. No
-  variable of the harness process — API keys above all — reaches the command.
+  `PYTHONDONTWRITEBYTECODE=1`, `PYTHONNOUSERSITE=1` and a private `TMPDIR`. No variable
+  of the harness process — API keys above all — reaches the command.
+* Confined, it sees the workspace at `/workspace` and nothing of the harness (see the
+  sandbox module); its whole process tree ends with it.
 * It runs as the leader of a new session/process group; when it times out, or when it
   exits leaving background children, the whole group is killed with SIGKILL.
 * stdout and stderr are merged and capped at `MAX_OUTPUT_BYTES`; beyond the cap the
   first and last halves are kept with a note of how much was left out.
 
-What it does not do: sandbox the command. It runs with the harness user's rights and can
+Unconfined (`--sandbox none`), the command runs with the harness user's rights and can
 read whatever that user can read; a process that calls `setsid` itself escapes the
-process-group kill. Run the harness in a container when that matters.
+process-group kill. That mode exists only because a user asked for it by name.
 """
 
 from __future__ import annotations
@@ -30,10 +33,18 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
+
+from harness.workspace.sandbox import (
+    CONFINED,
+    SANDBOX_WORKDIR,
+    Mount,
+    SandboxPolicy,
+    confined_process,
+)
 
 #: Directories searched for programs, after the interpreter's own bin directory.
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -72,6 +83,7 @@ class CommandResult(BaseModel):
     duration_s: float
     truncated: bool = False
     output_bytes: int = 0  # total produced, before the cap
+    sandbox: str = "bwrap"  # "bwrap" (confined) or "none" (the user chose unconfined)
 
     @property
     def passed(self) -> bool:
@@ -80,7 +92,7 @@ class CommandResult(BaseModel):
 
 
 def scrubbed_env(
-    cwd: Path, tmp_dir: Path, extra_env: Mapping[str, str] | None = None
+    cwd: Path | str, tmp_dir: Path | str, extra_env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """The whole environment a command gets. Nothing is inherited from `os.environ`.
 
@@ -95,6 +107,8 @@ def scrubbed_env(
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # The user site is the harness user's, outside any workspace: never on the path.
+        "PYTHONNOUSERSITE": "1",
         "TMPDIR": str(tmp_dir),
     }
     if extra_env:
@@ -109,22 +123,45 @@ def run_shell(
     extra_env: Mapping[str, str] | None = None,
     *,
     max_output_bytes: int | None = None,
+    sandbox: SandboxPolicy = CONFINED,
+    mounts: Sequence[Mount] = (),
+    writable: bool = True,
 ) -> CommandResult:
-    """Run `command` with `/bin/sh -c` in `cwd` under a scrubbed environment.
+    """Run `command` with `/bin/sh -c` in `cwd` under a scrubbed environment, confined by
+    `sandbox` (`cwd` is then `/workspace` inside, writable unless `writable=False`;
+    `mounts` adds folders such as hidden checks).
 
     Raises `ValueError` for a non-positive or non-finite timeout or a command containing
-    a NUL byte, and `OSError` when the shell cannot be started; a command that fails,
-    times out or floods its output is a normal result. `max_output_bytes` defaults to
-    `MAX_OUTPUT_BYTES` (read at call time).
+    a NUL byte, `SandboxUnavailable` (an `OSError`) when it must be confined and no
+    sandbox can be made, and `OSError` when the shell cannot be started; a command that
+    fails, times out or floods its output is a normal result. `max_output_bytes`
+    defaults to `MAX_OUTPUT_BYTES` (read at call time).
     """
     cap = MAX_OUTPUT_BYTES if max_output_bytes is None else max_output_bytes
     if not math.isfinite(timeout_s) or timeout_s <= 0:
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
     if "\x00" in command:
         raise ValueError("command contains a NUL byte")
+    if sandbox.confined:
+        env = scrubbed_env(SANDBOX_WORKDIR, "/tmp", extra_env)
+        with confined_process(sandbox, workdir=cwd, writable=writable, mounts=mounts) as box:
+            argv = [*box.argv, "/bin/sh", "-c", command]
+            return _run(
+                argv,
+                cwd,
+                timeout_s,
+                env,
+                cap,
+                preexec=box.preexec,
+                pass_fds=box.pass_fds,
+                executable=box.executable,
+            )
     tmp_dir = _make_tmp_dir(cwd)
     try:
-        return _run(command, cwd, timeout_s, scrubbed_env(cwd, tmp_dir, extra_env), cap)
+        result = _run(
+            ["/bin/sh", "-c", command], cwd, timeout_s, scrubbed_env(cwd, tmp_dir, extra_env), cap
+        )
+        return result.model_copy(update={"sandbox": "none"})
     finally:
         # rmtree refuses (silently, here) if the command replaced the dir by a symlink,
         # and never follows symlinks inside it.
@@ -141,15 +178,24 @@ def _make_tmp_dir(cwd: Path) -> Path:
 
 
 def _run(
-    command: str, cwd: Path, timeout_s: float, env: dict[str, str], max_output_bytes: int
+    argv: list[str],
+    cwd: Path,
+    timeout_s: float,
+    env: dict[str, str],
+    max_output_bytes: int,
+    *,
+    preexec: Callable[[], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
+    executable: str | None = None,
 ) -> CommandResult:
     # Our own pipe rather than Popen's file objects: the reader thread owns the read end
     # and closes it, so it is never closed under a read still in progress.
     read_fd, write_fd = os.pipe()
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
+        proc = subprocess.Popen(  # preexec only sets limits: see sandbox.py
+            argv,
+            executable=executable,
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -157,6 +203,8 @@ def _run(
             stderr=subprocess.STDOUT,
             close_fds=True,
             start_new_session=True,
+            preexec_fn=preexec,
+            pass_fds=pass_fds,
         )
     except BaseException:
         os.close(read_fd)

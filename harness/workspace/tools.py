@@ -40,6 +40,7 @@ from pydantic import (
 
 from harness.workspace.commands import run_shell
 from harness.workspace.folder import ToolError, ToolErrorKind, Workspace, show_path
+from harness.workspace.sandbox import CONFINED, SandboxPolicy, SandboxUnavailable
 
 #: read_file returns at most this many bytes of a file (with a note when cut).
 MAX_READ_BYTES = 64 * 1024
@@ -233,12 +234,18 @@ def tool_specs(*, read_only: bool = False) -> list[ToolSpec]:
 
 
 def dispatch(
-    workspace: Workspace, call: ToolCall, *, timeout_s: float, read_only: bool = False
+    workspace: Workspace,
+    call: ToolCall,
+    *,
+    timeout_s: float,
+    read_only: bool = False,
+    sandbox: SandboxPolicy = CONFINED,
 ) -> ToolResult:
     """Run one tool call in `workspace`. Never raises for a bad call (see module doc).
 
     `timeout_s` limits `run_command` (the orchestrator passes the time left, clamped);
-    `read_only=True` refuses `write_file` and `run_command` (grader mode).
+    `read_only=True` refuses `write_file` and `run_command` (grader mode); `sandbox`
+    confines `run_command` (the default: confined, no network).
     """
     model = _ARGS_MODELS.get(call.name)
     if model is None:
@@ -255,7 +262,7 @@ def dispatch(
     except ValidationError as exc:
         return _failure(call, _describe_validation(call.name, model, exc), "bad_arguments")
     try:
-        output, meta = _execute(workspace, args, timeout_s)
+        output, meta = _execute(workspace, args, timeout_s, sandbox)
     except ToolError as exc:
         return _failure(call, exc.message, exc.kind)
     except FileNotFoundError:
@@ -272,7 +279,9 @@ def dispatch(
     return ToolResult(name=call.name, ok=True, output=output, meta=meta, id=call.id)
 
 
-def _execute(workspace: Workspace, args: _Args, timeout_s: float) -> tuple[str, dict[str, Any]]:
+def _execute(
+    workspace: Workspace, args: _Args, timeout_s: float, sandbox: SandboxPolicy
+) -> tuple[str, dict[str, Any]]:
     match args:
         case ReadFileArgs():
             return read_file(workspace, args.path)
@@ -283,7 +292,7 @@ def _execute(workspace: Workspace, args: _Args, timeout_s: float) -> tuple[str, 
         case GrepArgs():
             return grep(workspace, args.pattern, args.path)
         case RunCommandArgs():
-            return run_command(workspace, args.command, timeout_s=timeout_s)
+            return run_command(workspace, args.command, timeout_s=timeout_s, sandbox=sandbox)
     raise AssertionError(f"no implementation for {type(args).__name__}")
 
 
@@ -457,7 +466,7 @@ def grep(workspace: Workspace, pattern: str, path: str = ".") -> tuple[str, dict
 
 
 def run_command(
-    workspace: Workspace, command: str, *, timeout_s: float
+    workspace: Workspace, command: str, *, timeout_s: float, sandbox: SandboxPolicy = CONFINED
 ) -> tuple[str, dict[str, Any]]:
     if not command.strip():
         raise ToolError("command is empty")
@@ -468,7 +477,10 @@ def run_command(
     _utf8(command, "command")
     if not math.isfinite(timeout_s) or timeout_s <= 0:
         raise ToolError("no time is left in the budget to run a command", "no_time")
-    result = run_shell(command, workspace.root, timeout_s)
+    try:
+        result = run_shell(command, workspace.root, timeout_s, sandbox=sandbox)
+    except SandboxUnavailable as exc:
+        raise ToolError(f"run_command refused: {exc}", "no_sandbox") from None
     output = result.output if result.output else "(no output)"
     if not output.endswith("\n"):
         output += "\n"
@@ -484,6 +496,7 @@ def run_command(
         "duration_s": result.duration_s,
         "truncated": result.truncated,
         "output_bytes": result.output_bytes,
+        "sandbox": result.sandbox,
     }
     return output, meta
 
