@@ -279,3 +279,16 @@ def _none_running(marker: str, within_s: float = 5.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+def test_an_interpreter_under_tmp_stays_visible(
+    ws: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI checkout's venv lives under /tmp: the private /tmp must not hide it."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "marker").write_text("visible")
+    assert str(venv).startswith("/tmp/")
+    monkeypatch.setattr(sandbox_module, "interpreter_roots", lambda: [venv])
+    assert sh(ws, f"cat {venv}/bin/marker; echo x > {venv}/bin/w 2>&1").startswith("visible")
+    assert not (venv / "bin" / "w").exists()

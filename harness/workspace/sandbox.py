@@ -283,10 +283,12 @@ def bwrap_argv(
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--hostname", "ilh-sandbox"]
     args += _system_args() + _masks()
-    for root in interpreter_roots():
-        args += ["--ro-bind", str(root), str(root)]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     args += ["--dir", "/var", "--tmpfs", "/var/tmp", "--dir", "/run"]
+    # After the private /tmp: bwrap mounts in order, and a venv that lives under /tmp (a CI
+    # checkout) would otherwise be hidden by the empty tmpfs laid over it.
+    for root in interpreter_roots():
+        args += ["--ro-bind", str(root), str(root)]
     args += ["--bind" if writable else "--ro-bind", str(workdir), SANDBOX_WORKDIR]
     for mount in mounts:
         args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
