@@ -1,29 +1,54 @@
-"""`ilh`: the command line. Each command lives in its own `cli_*` module."""
+"""`ilh`: the command line. Each command lives in its own module of `harness.cli`, imported
+only when that command runs: `ilh --help` or `ilh lint` must not pay for the model SDKs,
+the grader and the run loop that `ilh run` needs (start-up is most of a short command)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from harness.cli.grade import grade
-from harness.cli.lint import lint
-from harness.cli.logs import configure_logging
-from harness.cli.run import run
-from harness.cli.runs import runs
+#: name -> (module, attribute, one-line help shown by `ilh --help` without importing it).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "grade": ("harness.cli.grade", "grade", "Grade the work in a workspace against a rubric."),
+    "lint": ("harness.cli.lint", "lint", "Lint iLang text with the spec's error codes."),
+    "run": ("harness.cli.run", "run", "Run an agent task under enforced iLang v4 semantics."),
+    "runs": ("harness.cli.runs", "runs", "Inspect the run record."),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use (click's documented pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        known = super().get_command(ctx, cmd_name)
+        if known is not None or cmd_name not in COMMANDS:
+            return known
+        module_name, attribute, _ = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module_name}.{attribute} is not a click command")
+        self.add_command(command, cmd_name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # The help page lists every command from the table, importing none of them.
+        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ilang-harness")
 def ilh() -> None:
     """ilang-harness: the model proposes, the runtime decides."""
+    from harness.cli.logs import configure_logging  # structlog: not for `ilh --help`
+
     configure_logging()
-
-
-ilh.add_command(grade)
-ilh.add_command(lint)
-ilh.add_command(run)
-ilh.add_command(runs)
 
 
 def main() -> None:

@@ -1,0 +1,62 @@
+"""Start-up: `ilh --help`, `ilh lint` and `ilh runs list` never import the model SDKs, the
+grader or the run loop (each command module is imported only when that command runs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import COMMANDS, ilh
+
+HEAVY = ("openai", "anthropic", "httpx2", "harness.grading", "harness.run", "harness.models")
+
+PROBE = """
+import sys
+from harness.cli.main import main
+sys.argv = ["ilh", *sys.argv[1:]]
+try:
+    main()
+except SystemExit:
+    pass
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY_TOPS} or m in {HEAVY})
+sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
+"""
+
+
+def imported_heavy(tmp_path: Path, *args: str) -> list[str]:
+    tops = {h for h in HEAVY if "." not in h}
+    code = PROBE.replace("{HEAVY_TOPS}", repr(tops)).replace(
+        "{HEAVY}", repr({h for h in HEAVY if "." in h})
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    line = next(x for x in done.stderr.splitlines() if x.startswith("HEAVY="))
+    return [m for m in line.removeprefix("HEAVY=").split(",") if m]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--help",), ("lint", "t.ilang"), ("runs", "list", "--store", "none.db")],
+)
+def test_light_commands_import_nothing_heavy(tmp_path: Path, args: tuple[str, ...]) -> None:
+    (tmp_path / "t.ilang").write_text(
+        "::STATUS{@TASK|state:running|by:@RUNTIME|authority:commit}\n"
+    )
+    assert imported_heavy(tmp_path, *args) == []
+
+
+def test_help_lists_every_command_and_each_resolves() -> None:
+    from click.testing import CliRunner
+
+    shown = CliRunner().invoke(ilh, ["--help"]).stdout
+    for name in COMMANDS:
+        assert name in shown
+        assert ilh.get_command(None, name) is not None  # type: ignore[arg-type]
