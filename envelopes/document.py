@@ -44,6 +44,7 @@ _TEMPORAL_BIND = re.compile(r"T\[[^\]]+\]=\S+")
 _TEMPORAL_NOTE = re.compile(r"(T\[[^\]]+\](→T\[[^\]]+\])?|PARALLEL\{[^}]*\})(\s.*)?\Z")
 _TAG = r"\[[A-Z][A-Z0-9_\-]*(?::[^\[\]]*)?\]"
 _TAG_LINE = re.compile(rf"(?:{_TAG})+\Z")
+_ONE_TAG = re.compile(r"\[[A-Z][A-Z0-9_\-]*\]\Z")  # `[NAME]`: no value, no text
 _TAG_TEXT = re.compile(rf"{_TAG}(\s+\S.*)?\Z")
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(.*)\Z", re.S)
 # Entities count only in structural positions; `@` inside free prose is not an entity
@@ -328,7 +329,10 @@ class _DocumentReader:
                     # tag's name is also a verb (`[LIST:known_repos]`).
                     in_preamble = True
                     items.append(TextLine("tags", s, i + self.offset))
-                elif "]=>" in s or is_operation_head(head_of(s)):
+                elif "]=>" in s or is_operation_head(head_of(s)) or _ONE_TAG.match(s):
+                    # Outside the preamble, a bare `[NAME]` on its own line is a
+                    # one-step chain (as the reference validator reads it): an unknown verb
+                    # there is E304, never silently a tag. Tag rows stay tags.
                     seen_construct = True
                     last_chain = (i, s)
                 elif _TAG_LINE.match(s):
