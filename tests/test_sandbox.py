@@ -292,3 +292,38 @@ def test_an_interpreter_under_tmp_stays_visible(
     monkeypatch.setattr(sandbox_module, "interpreter_roots", lambda: [venv])
     assert sh(ws, f"cat {venv}/bin/marker; echo x > {venv}/bin/w 2>&1").startswith("visible")
     assert not (venv / "bin" / "w").exists()
+
+
+def test_kernel_wide_settings_are_read_only(ws: Workspace) -> None:
+    """As root, the sandbox's root is the host's: a writable core_pattern would run any
+    program as real root outside every namespace. Nothing under /proc/sys may change."""
+    before = Path("/proc/sys/kernel/core_pattern").read_text()
+    output = sh(
+        ws,
+        "echo '|/bin/true' > /proc/sys/kernel/core_pattern 2>&1; "
+        "echo 1 > /proc/sys/kernel/printk_ratelimit_burst 2>&1; echo done",
+    )
+    assert Path("/proc/sys/kernel/core_pattern").read_text() == before
+    assert "done" in output
+
+
+def test_a_cgroup_that_cannot_be_made_refuses_the_command(
+    ws: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Root ignores RLIMIT_NPROC: without its pids cgroup a command would run unlimited."""
+    root = tmp_path / "pids"
+    root.mkdir()
+    (root / "cgroup.procs").write_text("")
+    (root / "pids.max").write_text("max")
+    monkeypatch.setattr(sandbox_module, "_pids_cgroup_root", lambda: root)
+    root.chmod(0o500)
+    real_mkdir = Path.mkdir
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        if self.parent == root:
+            raise PermissionError(13, "Permission denied")
+        real_mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    with pytest.raises(SandboxUnavailable):
+        run_shell("true", ws.root, TIMEOUT_S)

@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -283,7 +284,16 @@ def bwrap_argv(
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--hostname", "ilh-sandbox"]
     args += _system_args() + _masks()
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc"]
+    # The sandbox's root is the host's root when the harness runs as root: kernel-wide
+    # settings under /proc/sys (core_pattern runs a program as real root) must not be
+    # writable. bwrap leaves /proc/sys writable when its mode is 0555, so it is re-bound
+    # read-only explicitly, with the other global knobs of /proc.
+    args += ["--ro-bind", "/proc/sys", "/proc/sys"]
+    for knob in ("/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"):
+        if os.path.exists(knob):
+            args += ["--ro-bind", knob, knob]
+    args += ["--dev", "/dev", "--tmpfs", "/tmp"]
     args += ["--dir", "/var", "--tmpfs", "/var/tmp", "--dir", "/run"]
     # After the private /tmp: bwrap mounts in order, and a venv that lives under /tmp (a CI
     # checkout) would otherwise be hidden by the empty tmpfs laid over it.
@@ -378,15 +388,21 @@ def confined_process(
     root = _pids_cgroup_root()
     if root is not None:
         with _cgroup_lock:
-            name = f"ilh-{os.getpid()}-{next(_cgroup_names)}"
+            name = f"ilh-{os.getpid()}-{next(_cgroup_names)}-{uuid.uuid4().hex[:12]}"
         candidate = root / name
         try:
             candidate.mkdir()
+        except OSError as exc:
+            # Never fall back to no process limit (root ignores RLIMIT_NPROC), and never
+            # remove a group this call did not create.
+            raise SandboxUnavailable(f"cannot create the process-limit cgroup: {exc}") from None
+        try:
             (candidate / "pids.max").write_text(str(policy.processes))
-            cgroup = candidate
-        except OSError:
+        except OSError as exc:
             with suppress(OSError):
                 candidate.rmdir()
+            raise SandboxUnavailable(f"cannot set the process limit: {exc}") from None
+        cgroup = candidate
     nproc: int | None = None
     if cgroup is None and os.geteuid() != 0:
         nproc = _user_process_count() + policy.processes
