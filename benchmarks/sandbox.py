@@ -12,6 +12,7 @@ Run: .venv/bin/python benchmarks/sandbox.py [--repeat 30]
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import shutil
 import statistics
@@ -22,18 +23,17 @@ from pathlib import Path
 from harness.workspace.commands import run_shell
 from harness.workspace.sandbox import CONFINED, UNCONFINED, SandboxPolicy, find_bwrap
 
-FIZZ = '''"""FizzBuzz: multiples of 3 Fizz, of 5 Buzz, of both FizzBuzz."""
+HONEST = Path(__file__).resolve().parents[1] / "examples" / "honest"
 
 
-def fizzbuzz(n: int) -> str:
-    if n % 15 == 0:
-        return "FizzBuzz"
-    if n % 3 == 0:
-        return "Fizz"
-    if n % 5 == 0:
-        return "Buzz"
-    return str(n)
-'''
+def honest_solution() -> str:
+    """The fizz.py the honest example's scripted agent writes: the check then passes."""
+    for line in (HONEST / "agent.jsonl").read_text().splitlines():
+        for call in json.loads(line).get("tool_calls", []):
+            if call["name"] == "write_file" and call["arguments"]["path"] == "fizz.py":
+                return str(call["arguments"]["content"])
+    raise SystemExit("examples/honest/agent.jsonl writes no fizz.py")
+
 
 COMMANDS = {
     "true": "true",
@@ -55,11 +55,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
-    example = Path(__file__).resolve().parents[1] / "examples" / "honest" / "workspace"
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "workspace"
-        shutil.copytree(example, folder)
-        (folder / "fizz.py").write_text(FIZZ)
+        shutil.copytree(HONEST / "workspace", folder)
+        (folder / "fizz.py").write_text(honest_solution())
         print(f"bwrap: {find_bwrap()}  python {platform.python_version()}  repeat {args.repeat}")
         print(f"{'command':<22}{'confined ms':>13}{'plain ms':>11}{'ratio':>8}{'added ms':>10}")
         for name, command in COMMANDS.items():

@@ -29,6 +29,7 @@ from harness.workspace.sandbox import (
     sandbox_report,
 )
 from harness.workspace.tools import ToolCall, dispatch
+from tests.harness_helpers import none_running
 
 TIMEOUT_S = 20.0
 
@@ -157,14 +158,14 @@ def test_killing_the_parent_harms_nobody(ws: Workspace) -> None:
 def test_setsid_leaves_nothing_alive(ws: Workspace) -> None:
     marker = "sleep 31.2718"
     sh(ws, f"setsid {marker} >/dev/null 2>&1 & nohup {marker} >/dev/null 2>&1 & echo started")
-    assert _none_running(marker)
+    assert none_running(marker)
 
 
 def test_background_process_that_outlives_a_timeout_is_killed(ws: Workspace) -> None:
     marker = "sleep 32.1828"
     result = run_shell(f"setsid {marker} & wait", ws.root, 0.5)
     assert result.timed_out
-    assert _none_running(marker)
+    assert none_running(marker)
 
 
 def test_process_count_is_limited(ws: Workspace) -> None:
@@ -256,29 +257,6 @@ def test_without_a_sandbox_commands_are_refused_with_the_reason(
         assert run_shell("true", ws.root, TIMEOUT_S, sandbox=UNCONFINED).sandbox == "none"
     finally:
         sandbox_module._probe.cache_clear()
-
-
-def _running_with(marker: str) -> bool:
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if marker in cmdline and state != "Z":
-            return True
-    return False
-
-
-def _none_running(marker: str, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while _running_with(marker):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_an_interpreter_under_tmp_stays_visible(

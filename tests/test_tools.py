@@ -24,6 +24,18 @@ from harness.workspace.tools import (
     dispatch,
     tool_specs,
 )
+from tests.harness_helpers import none_running
+
+#: Every variable a command's environment holds (harness.workspace.commands.scrubbed_env).
+SCRUBBED_VARS = {
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONNOUSERSITE",
+    "TMPDIR",
+}
 
 TIMEOUT_S = 20.0  # generous: only the timeout tests rely on a timeout actually firing
 
@@ -37,49 +49,6 @@ def call(ws: Workspace, name: str, read_only: bool = False, **arguments: Any) ->
     return dispatch(
         ws, ToolCall(name=name, arguments=arguments), timeout_s=TIMEOUT_S, read_only=read_only
     )
-
-
-def _process_gone(pid: int) -> bool:
-    """Dead or a zombie (a zombie has stopped running; whoever adopted it may reap late)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
-
-
-def _wait_gone(pid: int, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if _process_gone(pid):
-            return True
-        time.sleep(0.05)
-    return _process_gone(pid)
-
-
-def _running_with(marker: str) -> list[int]:
-    """Live (non-zombie) processes whose command line holds `marker`. Pids inside the
-    sandbox are the sandbox's own, so survivors are found by what they run."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if marker in cmdline and not _process_gone(int(entry.name)):
-            found.append(int(entry.name))
-    return found
-
-
-def _wait_none_running(marker: str, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if not _running_with(marker):
-            return True
-        time.sleep(0.05)
-    return not _running_with(marker)
 
 
 # -- specs and models -----------------------------------------------------------------
@@ -420,19 +389,7 @@ def test_run_command_environment_is_scrubbed(
     assert "SECRET" not in result.output
     assert "API_KEY" not in result.output
     env = dict(line.split("=", 1) for line in result.output.splitlines()[:-1] if "=" in line)
-    assert set(env) <= {
-        "PATH",
-        "HOME",
-        "LANG",
-        "LC_ALL",
-        "PYTHONDONTWRITEBYTECODE",
-        "PYTHONNOUSERSITE",
-        "TMPDIR",
-        "PWD",
-        "SHLVL",
-        "_",
-        "OLDPWD",
-    }  # the last four are set by sh itself
+    assert set(env) <= SCRUBBED_VARS | {"PWD", "SHLVL", "_", "OLDPWD"}  # set by sh itself
     assert env["HOME"] == "/workspace"
     assert env["LANG"] == env["LC_ALL"] == "C.UTF-8"
     assert env["PYTHONDONTWRITEBYTECODE"] == env["PYTHONNOUSERSITE"] == "1"
@@ -473,7 +430,7 @@ def test_run_command_timeout_kills_the_process_group(ws: Workspace) -> None:
     assert result.meta["timed_out"] is True
     assert result.meta["exit_code"] != 0
     assert "timed out" in result.output
-    assert _wait_none_running("sleep 30.4242"), "the sleep child survived the timeout"
+    assert none_running("sleep 30.4242"), "the sleep child survived the timeout"
 
 
 def test_background_children_are_killed_when_the_shell_exits(ws: Workspace) -> None:
@@ -482,7 +439,7 @@ def test_background_children_are_killed_when_the_shell_exits(ws: Workspace) -> N
     assert time.monotonic() - started < 15
     assert result.meta == {**result.meta, "exit_code": 0, "timed_out": False}
     assert result.output.startswith("started\n")
-    assert _wait_none_running("sleep 30.4343")
+    assert none_running("sleep 30.4343")
 
 
 def test_run_command_output_is_capped(ws: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -537,15 +494,7 @@ def test_run_shell_rejects_bad_timeouts(tmp_path: Path) -> None:
 def test_scrubbed_env_starts_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
     env = scrubbed_env(tmp_path, tmp_path / "t")
-    assert set(env) == {
-        "PATH",
-        "HOME",
-        "LANG",
-        "LC_ALL",
-        "PYTHONDONTWRITEBYTECODE",
-        "PYTHONNOUSERSITE",
-        "TMPDIR",
-    }
+    assert set(env) == SCRUBBED_VARS
     assert env["PATH"].split(":")[0] == str(Path(sys.executable).parent)
 
 

@@ -204,8 +204,8 @@ def require_sandbox() -> Path:
 def sandbox_report(policy: SandboxPolicy) -> dict[str, object]:
     """`policy.describe()` plus whether a sandbox can be made here (and if not, why)."""
     report = policy.describe()
-    problem = sandbox_status(policy)
     if policy.confined:
+        problem = sandbox_status(policy)
         report["available"] = problem is None
         if problem is not None:
             report["reason"] = problem
@@ -226,7 +226,9 @@ def sandbox_status(policy: SandboxPolicy) -> str | None:
 # ---------------------------------------------------------------------------- argv
 
 
-def _system_args() -> list[str]:
+@functools.cache
+def _system_args() -> tuple[str, ...]:
+    """The read-only system: host-static, so built once per process, not per command."""
     args: list[str] = []
     for folder in _SYSTEM:
         if os.path.isdir(folder):
@@ -236,10 +238,11 @@ def _system_args() -> list[str]:
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    return args
+    return tuple(args)
 
 
-def _masks() -> list[str]:
+@functools.cache
+def _masks() -> tuple[str, ...]:
     args: list[str] = []
     for path in _MASKED_FILES:
         if os.path.isfile(path):
@@ -247,7 +250,7 @@ def _masks() -> list[str]:
     for path in _MASKED_DIRS:
         if os.path.isdir(path):
             args += ["--tmpfs", path, "--remount-ro", path]
-    return args
+    return tuple(args)
 
 
 def interpreter_roots() -> list[Path]:
@@ -283,7 +286,7 @@ def bwrap_argv(
         args.append("--share-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--hostname", "ilh-sandbox"]
-    args += _system_args() + _masks()
+    args += [*_system_args(), *_masks()]
     args += ["--proc", "/proc"]
     # The sandbox's root is the host's root when the harness runs as root: kernel-wide
     # settings under /proc/sys (core_pattern runs a program as real root) must not be
