@@ -3,15 +3,16 @@
 One per process, because every exit point needs the same set and most of them (a tool's
 output, a log line, a stored event) are far from where a key is read. `harness_secrets()`
 is called at each exit point; it re-reads the environment's credential variables each
-time (cheap: a regex per variable name) so a key set after start-up (a test's
-`monkeypatch.setenv`, a client built later) is covered too, and rebuilds its index only
-when they changed. Keys that do not come from the environment (an `api_key=` given to a
-client, a key file read) are added with `register_secret` and kept for the life of the
-process.
+time (cheap: the environment is compared with the one the set was made from) so a key
+set after start-up (a test's `monkeypatch.setenv`, a client built later) is covered too,
+and rebuilds the set only when it changed. Keys that do not come from the environment
+(an `api_key=` given to a client, a key file read) are added with `register_secret` and
+kept for the life of the process.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 
 from harness.secrets.names import credential_items, worth_redacting
@@ -19,6 +20,7 @@ from harness.secrets.values import SecretValues
 
 _lock = threading.Lock()
 _registered: dict[str, str] = {}  # value -> name
+# (the environment it was made from, the set): rebuilt when either changes.
 _cached: tuple[tuple[tuple[str, str], ...], SecretValues] | None = None
 
 
@@ -38,11 +40,11 @@ def harness_secrets() -> SecretValues:
     """Every secret the harness knows now: credential variables of its environment first
     (so a value is labelled with its variable's name), then registered keys."""
     global _cached
-    items = tuple(credential_items())
+    environ = tuple(os.environ.items())  # the cheap part; the rules run when it changed
     with _lock:
-        key = items + tuple((name, value) for value, name in _registered.items())
-        if _cached is not None and _cached[0] == key:
+        if _cached is not None and _cached[0] == environ:
             return _cached[1]
-        values = SecretValues(key)
-        _cached = (key, values)
+        items = credential_items(dict(environ))
+        values = SecretValues([*items, *((name, value) for value, name in _registered.items())])
+        _cached = (environ, values)
         return values
