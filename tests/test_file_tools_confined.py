@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import stat
 import threading
 import time
@@ -105,7 +106,35 @@ def _flip(make_real: Callable[[], None], make_link: Callable[[], None]) -> Itera
         for step in (make_link, make_real):
             with contextlib.suppress(OSError):
                 step()
+            time.sleep(0.0005)  # each state lasts a while, whatever the scheduler does
             yield None
+
+
+def _folder_flipper(real: Path, target: Path) -> tuple[Callable[[], None], Callable[[], None]]:
+    """Steps that swap the folder `real` for a symlink to `target` and back. The tools
+    may recreate `real` while it is missing (a write makes parent folders): the steps
+    put things right again, so the race goes on for the whole test."""
+    parked = real.with_name(real.name + ".parked")
+
+    def make_link() -> None:
+        if real.is_symlink():
+            return
+        if parked.exists():
+            shutil.rmtree(parked)
+        os.rename(real, parked)
+        os.symlink(target, real)
+
+    def make_real() -> None:
+        if real.is_symlink():
+            os.unlink(real)
+        elif real.exists():
+            shutil.rmtree(real)
+        if parked.exists():
+            os.rename(parked, real)
+        else:
+            real.mkdir()
+
+    return make_real, make_link
 
 
 def _flipping(steps: Iterator[None]) -> tuple[threading.Thread, threading.Event]:
@@ -125,18 +154,8 @@ def test_race_a_folder_swapped_for_a_symlink_never_puts_bytes_outside(
 ) -> None:
     victim = tmp_path / "victim"
     victim.mkdir()
-    real, parked = ws.root / "d", ws.root / "d.parked"
-    real.mkdir()
-
-    def make_link() -> None:
-        os.rename(real, parked)
-        os.symlink(victim, real)
-
-    def make_real() -> None:
-        os.unlink(real)
-        os.rename(parked, real)
-
-    thread, stop = _flipping(_flip(make_real, make_link))
+    (ws.root / "d").mkdir()
+    thread, stop = _flipping(_flip(*_folder_flipper(ws.root / "d", victim)))
     outcomes: dict[str, int] = {}
     try:
         deadline = time.monotonic() + 3
@@ -182,19 +201,9 @@ def test_race_a_file_swapped_for_a_symlink_is_never_written_through(
 
 
 def test_race_reads_never_show_an_outside_file(ws: Workspace, outside: Path) -> None:
-    real, parked = ws.root / "d", ws.root / "d.parked"
-    real.mkdir()
-    (real / "secret.txt").write_text("inside\n")
-
-    def make_link() -> None:
-        os.rename(real, parked)
-        os.symlink(outside, real)
-
-    def make_real() -> None:
-        os.unlink(real)
-        os.rename(parked, real)
-
-    thread, stop = _flipping(_flip(make_real, make_link))
+    (ws.root / "d").mkdir()
+    (ws.root / "d" / "secret.txt").write_text("inside\n")
+    thread, stop = _flipping(_flip(*_folder_flipper(ws.root / "d", outside)))
     seen_inside = 0
     try:
         deadline = time.monotonic() + 3
