@@ -38,6 +38,7 @@ from harness.models.clients.options import NO_OPTIONS
 from harness.run.orchestrator import objective_of, task_blocks
 from harness.run.progress import sandbox_line
 from harness.run.setup import budgets_of, close_client, grader_client_for, sandbox_policy
+from harness.secrets import harness_secrets
 from harness.workspace.folder import Workspace, WorkspaceError
 from harness.workspace.interrupts import immediate_interrupts
 from harness.workspace.sandbox import (
@@ -208,7 +209,8 @@ def grade(
         # is still said, on stderr, where a person running the pipeline sees it.
         if not policy.confined:
             err.print(sandbox_line(sandbox_report(policy)))
-        click.echo(json.dumps(report.design_json(), ensure_ascii=False))
+        shown = json.dumps(report.design_json(), ensure_ascii=False)
+        click.echo(harness_secrets().redact(shown))  # check outputs were redacted already
     else:
         console = Console(highlight=False, soft_wrap=True)
         show(console, report, claims, claim_file is not None, policy)

@@ -27,6 +27,7 @@ from harness.run.orchestrator import no_progress
 from harness.run.progress import live_progress, summary
 from harness.run.resume import resume_run
 from harness.run.setup import default_store, run_task
+from harness.secrets import harness_secrets
 from harness.workspace.interrupts import immediate_interrupts
 from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 
@@ -237,10 +238,13 @@ def run(
         if not stop.run_ids:
             err.print("interrupted before any run started")
         sys.exit(130)
+    # The results were redacted when the runs ended; this is the last look before
+    # stdout, for anything added since (`harness.secrets`).
+    redact = harness_secrets().redact
     if as_json and len(task_files) > 1:
-        click.echo("[" + ",".join(r.model_dump_json() for r in results) + "]")
+        click.echo(redact("[" + ",".join(r.model_dump_json() for r in results) + "]"))
     elif as_json:
-        click.echo(results[0].model_dump_json())
+        click.echo(redact(results[0].model_dump_json()))
     else:
         for result in results:
             summary(Console(highlight=False, soft_wrap=True), result)

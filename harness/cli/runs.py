@@ -13,6 +13,7 @@ from rich.table import Column, Table
 
 from harness.record.events import EventKind
 from harness.record.store import RunStore, StoreError, UnknownRun
+from harness.secrets import harness_secrets
 
 STORE_OPTION = click.option(
     "--store",
@@ -77,7 +78,8 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
             raise click.UsageError(str(err)) from err
     ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
     if as_json:
-        click.echo(json.dumps(ended.payload["result"] if ended else None, ensure_ascii=False))
+        shown = json.dumps(ended.payload["result"] if ended else None, ensure_ascii=False)
+        click.echo(harness_secrets().redact(shown))
         return
     console = Console(highlight=False, soft_wrap=True)
     console.print(

@@ -26,6 +26,7 @@ from harness.enforce.provenance import Provenance
 from harness.grading.context import build_grader_envelope
 from harness.models.clients.estimate import input_estimate_for
 from harness.models.interface import AgentEnded, ModelCallError, ModelClient, ModelRequest
+from harness.models.secrecy import redact_reply, redact_request
 from harness.workspace.folder import Workspace
 from harness.workspace.tools import ToolResult, dispatch, tool_specs
 
@@ -99,7 +100,7 @@ class GraderSession:
                 timeout_s=timeout,
             )
             try:
-                reply = await self.client.complete(request)
+                reply = redact_reply(await self.client.complete(redact_request(request)))
             except AgentEnded as ended:
                 raise JudgeUnavailable("grader_error", f"the grader model ended: {ended}") from None
             except ModelCallError as failure:

@@ -46,6 +46,7 @@ from harness.record.events import (
     redact,
     utc_now_iso,
 )
+from harness.secrets import SecretValues, harness_secrets
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -102,9 +103,14 @@ class RunStore:
         create: bool = True,
         redactor: Redactor = redact,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        secrets: Callable[[], SecretValues] = harness_secrets,
     ) -> None:
+        """`redactor` removes credentials by field name; `secrets` gives the secret values
+        that are removed from every string (keys too) of whatever is written, whatever
+        the redactor did (default: the harness's own, read at each write)."""
         self._path = Path(path)
         self._redactor = redactor
+        self._secrets = secrets
         self.created_run_ids: list[str] = []  # by this instance, oldest first
         self._lock = threading.RLock()
         if not self._path.exists():
@@ -249,7 +255,14 @@ class RunStore:
         """Write the run's events to `out`, one canonical JSON object per line; returns
         how many. Each line parses back with `Event.model_validate_json`."""
         events = self.events(run_id)
+        known = self._secrets()
         for event in events:
+            # Written redacted already; a record made before a secret was known (or by
+            # an older harness) is redacted on the way out. Such a line's hash no longer
+            # matches its payload: `ilh runs verify` reads the store, not the export.
+            payload = known.redact_json(event.payload)
+            if payload is not event.payload:
+                event = event.model_copy(update={"payload": payload})
             out.write(event.to_json_line() + "\n")
         return len(events)
 
@@ -286,11 +299,16 @@ class RunStore:
     # -- internals ---------------------------------------------------------------------
 
     def _clean(self, payload: Mapping[str, Any]) -> dict[str, Any]:
-        """Redact, then reduce to plain JSON; every payload and meta passes through here."""
+        """Redact (by field name, then every known secret value wherever it is), then
+        reduce to plain JSON; every payload and meta passes through here. The values go
+        last, on plain JSON, so that nothing the redactor or the normalisation leaves (a
+        key, a repr) can carry one into the file."""
         try:
-            return normalize_payload(self._redactor(payload))
+            plain = normalize_payload(self._redactor(payload))
         except (TypeError, ValueError) as exc:
             raise StoreError(f"payload cannot be stored as JSON: {exc}") from exc
+        cleaned: dict[str, Any] = self._secrets().redact_json(plain)
+        return cleaned
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:

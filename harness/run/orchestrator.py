@@ -39,6 +39,7 @@ from harness.models.interface import (
     ModelRequest,
     ReportsAttempts,
 )
+from harness.models.secrecy import redact_reply, redact_request
 from harness.record.events import EventKind
 from harness.record.results import (
     EndedBy,
@@ -49,6 +50,7 @@ from harness.record.results import (
     ViolationRow,
 )
 from harness.record.store import RunStore
+from harness.secrets import harness_secrets
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import CONFINED, SandboxPolicy, sandbox_report
 from harness.workspace.tools import ToolCall, ToolResult, dispatch, tool_specs
@@ -172,6 +174,9 @@ class Orchestrator:
 
     # -------------------------------------------------------------------- records
     def record(self, kind: EventKind, payload: dict[str, Any]) -> None:
+        # The store redacts what it writes; the live progress shows it too, so the
+        # harness's secrets are taken out here, once, for both.
+        payload = harness_secrets().redact_json(payload)
         self.store.append(self.run_id, kind, payload, round=self.state.round)
         self.progress(str(kind), payload)
 
@@ -283,7 +288,9 @@ class Orchestrator:
         self.state.runtime_lines += asserted
         began = time.monotonic()
         try:
-            reply = await self.client.complete(request)
+            # Secrets out of what is sent and of what comes back, whatever the client:
+            # nothing recorded, acted on or sent next holds one (`harness.secrets`).
+            reply = redact_reply(await self.client.complete(redact_request(request)))
         except AgentEnded as stop:
             # No turn happened: the round and its declarations were never asserted.
             self.state.round -= 1
@@ -508,7 +515,11 @@ class Orchestrator:
             model=self.client.name,
             sandbox=sandbox_report(self.sandbox),
         )
-        self.record(
-            EventKind.RUN_ENDED, {"ended_by": ended, "result": result.model_dump(mode="json")}
-        )
+        # What the user sees (the summary, --json) and the record hold no secret: the
+        # notes and the grader's evidence quote outputs and errors.
+        dumped = result.model_dump(mode="json")
+        clean = harness_secrets().redact_json(dumped)
+        if clean is not dumped:
+            result = RunResult.model_validate(clean)
+        self.record(EventKind.RUN_ENDED, {"ended_by": ended, "result": clean})
         return result

@@ -15,6 +15,8 @@ What it guarantees:
   exits leaving background children, the whole group is killed with SIGKILL.
 * stdout and stderr are merged and capped at `MAX_OUTPUT_BYTES`; beyond the cap the
   first and last halves are kept with a note of how much was left out.
+* The harness's secrets (`harness.secrets`) are redacted from the output, pieces of one
+  cut by the cap included.
 
 Unconfined (`--sandbox none`), the command runs with the harness user's rights and can
 read whatever that user can read; a process that calls `setsid` itself escapes the
@@ -38,6 +40,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.secrets import harness_secrets
 from harness.workspace.sandbox import (
     CONFINED,
     SANDBOX_WORKDIR,
@@ -242,7 +245,9 @@ def _run(
         )
     return CommandResult(
         exit_code=exit_code,
-        output=output,
+        # Secrets out before anyone sees the output: an unconfined command can read the
+        # harness's environment (/proc/$PPID/environ), and any command a file holding one.
+        output=harness_secrets().redact(output),
         timed_out=not exited,
         duration_s=round(duration_s, 3),
         truncated=truncated,

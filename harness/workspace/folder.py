@@ -2,17 +2,36 @@
 confined to.
 
 Confinement here is about the *file tools* (`read_file`, `write_file`, `list_files`,
-`grep`): every path they receive goes through `Workspace.resolve` (or
-`resolve_for_write`), which refuses absolute paths, `..`, NUL bytes and anything whose
-real path (after following every symlink, including ones the agent made with
-`run_command`) lies outside the workspace. It is not an operating-system sandbox:
-`run_command` runs with the harness user's rights (see `harness.workspace.commands`), so real
-isolation from the host needs a container or VM around the whole harness.
+`grep`); commands are confined by the sandbox (`harness.workspace.sandbox`). The file
+tools run in the harness process, with its rights, so they must not be tricked by what
+the agent left in the workspace (symlinks, hard links, deep trees) nor by a path being
+swapped while they work:
 
-Residual race: a process the agent started in the background and that escaped its
-process group could swap a path for a symlink between the check and the open. The final
-path component is opened with `O_NOFOLLOW` to close the common case; intermediate
-directories are not re-checked.
+* **No path is ever followed by the kernel.** `Workspace.locate` walks a path one
+  component at a time from a descriptor of the workspace's root, opening each directory
+  with `O_NOFOLLOW | O_DIRECTORY` relative to its parent's descriptor (`openat`). A
+  symlink met on the way is read (`readlinkat`) and its target walked the same way, from
+  the root for an absolute target inside the workspace, refused when it leads outside.
+  Once a directory is open, swapping its name for a symlink changes nothing for the
+  walk: it holds the directory itself. The last component is opened `O_NOFOLLOW`.
+* **Writes never go through an existing file.** `write_file` creates a new file
+  (`O_CREAT | O_EXCL | O_NOFOLLOW`) in the parent's descriptor and renames it over the
+  target (`renameat`), which replaces a name and never follows one: a symlink planted
+  or swapped in at the target is replaced, not written through.
+* **Hard links.** A hard link to a file outside is indistinguishable from an ordinary
+  file by its path, and an unconfined agent (`--sandbox none`) can make one (inside the
+  sandbox, `link(2)` across the workspace mount fails). A regular file with more than one
+  link is read only when every one of its links is found inside the workspace
+  (`LinkIndex`: one walk of the workspace counting names per inode, made only when such a
+  file is met, and bounded); otherwise it is a `path_escape` tool error. Chosen over
+  refusing every multiply-linked file because tools like `git` or `cp -l` make them
+  legitimately inside a project. Writes refuse them outright (replacing the name would
+  be safe, but silently un-sharing a file the agent linked is a surprise).
+* **Bounded.** Paths longer than `MAX_PATH_CHARS`, with more than
+  `MAX_PATH_COMPONENTS` components or a name longer than `MAX_NAME_BYTES`, NUL bytes or
+  lone surrogates are clean tool errors before anything is opened; symlink chains stop
+  after `MAX_SYMLINK_HOPS`; walks (listing, grep) do not enter directories deeper than
+  `MAX_WALK_DEPTH` and never recurse in Python.
 """
 
 from __future__ import annotations
@@ -21,41 +40,41 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 from typing import Literal, NamedTuple
 
-ToolErrorKind = Literal[
-    "path_escape",  # the path leaves the workspace (absolute, `..`, symlink): record it
-    "not_found",
-    "invalid",  # the call makes no sense (bad regex, directory given for a file, ...)
-    "too_large",
-    "read_only",  # a write tool offered in read-only (grader) mode
-    "bad_arguments",
-    "unknown_tool",
-    "no_time",  # run_command called with no time left to run it
-    "no_sandbox",  # run_command refused: no sandbox can be made here (fail closed)
-    "os_error",
+from harness.workspace.confined import (
+    MAX_NAME_BYTES,
+    MAX_PATH_CHARS,
+    MAX_PATH_COMPONENTS,
+    EntryKind,
+    LinkIndex,
+    Located,
+    Missing,
+    ToolError,
+    ToolErrorKind,
+    checked_parts,
+    locate,
+    show_path,
+    walk_tree,
+)
+
+__all__ = [
+    "MAX_NAME_BYTES",
+    "MAX_PATH_CHARS",
+    "MAX_PATH_COMPONENTS",
+    "EntryKind",
+    "LinkIndex",
+    "Located",
+    "ToolError",
+    "ToolErrorKind",
+    "WalkEntry",
+    "Workspace",
+    "WorkspaceError",
+    "show_path",
 ]
 
-#: Longest path string a tool accepts; longer ones are refused before touching the disk.
-MAX_PATH_CHARS = 4096
-
-#: Longest excerpt of a user-supplied path echoed back in an error message.
-_SHOWN_PATH_CHARS = 200
-
 _TEMPLATE_DIR_MODE = 0o755
-
-
-class ToolError(Exception):
-    """A tool call the workspace refuses or cannot carry out.
-
-    The message is written for the agent: dispatch returns it as the tool result, so it
-    must say what was wrong and never contain a traceback or a host path.
-    """
-
-    def __init__(self, message: str, kind: ToolErrorKind = "invalid") -> None:
-        super().__init__(message)
-        self.message = message
-        self.kind: ToolErrorKind = kind
 
 
 class WorkspaceError(ValueError):
@@ -63,22 +82,16 @@ class WorkspaceError(ValueError):
     person running the harness, not a tool result."""
 
 
-EntryKind = Literal["file", "dir", "link", "other"]
-
-
 class WalkEntry(NamedTuple):
-    """One entry met while walking the workspace; `rel` is POSIX-style, root-relative."""
+    """One entry met while walking the workspace; `rel` is POSIX-style, root-relative.
+    `path` is informational (never opened by a tool); `dir_fd` and `name` open the entry
+    safely, and `dir_fd` is valid only until the walk moves on."""
 
     rel: str
     path: Path
     kind: EntryKind
-
-
-def show_path(rel: str) -> str:
-    """A path as quoted in messages: repr (so control characters stay visible), clipped."""
-    if len(rel) > _SHOWN_PATH_CHARS:
-        rel = rel[:_SHOWN_PATH_CHARS] + "…"
-    return repr(rel)
+    dir_fd: int
+    name: str
 
 
 class Workspace:
@@ -127,115 +140,93 @@ class Workspace:
                 raise WorkspaceError(f"cannot copy template {template}: {exc}") from exc
         return workspace
 
+    # -- the descriptor-based API the tools use ------------------------------------------
+
+    def locate(self, rel: str, *, follow_last: bool = True, missing: Missing = "error") -> Located:
+        """Where the tool path `rel` leads, as an open parent directory and a name (see
+        `harness.workspace.confined.locate`); a `ToolError` when it is refused."""
+        parts = checked_parts(rel)
+        return locate(str(self._root), parts, rel, follow_last=follow_last, missing=missing)
+
+    def walk_located(self, start: Located) -> Iterator[WalkEntry]:
+        """Every entry below the directory `start` names (see `walk`)."""
+        fd = start.open_dir()
+        try:
+            for entry in walk_tree(fd, start.parts):
+                rel = "/".join(entry.parts)
+                yield WalkEntry(rel, self._root / rel, entry.kind, entry.dir_fd, entry.name)
+        finally:
+            os.close(fd)
+
+    def link_index(self) -> LinkIndex:
+        """A fresh index of the hard links inside the workspace (built when first asked)."""
+        return LinkIndex(str(self._root))
+
+    # -- path API (kept for callers that want host paths; tools use `locate`) ------------
+
     def resolve(self, rel: str) -> Path:
         """The real path of `rel` inside the workspace, or a `ToolError` saying why not.
 
         `""` and `"."` name the root. The path need not exist (a missing tail is kept as
-        written), but every existing component is resolved through symlinks and the
-        result must stay inside the workspace.
+        written), but every existing component is resolved through symlinks (by the same
+        confined walk the tools use) and the result must stay inside the workspace.
         """
-        parts = self._checked_parts(rel)
-        return self._confined(self._root.joinpath(*parts), rel)
+        with self.locate(rel, missing="keep") as found:
+            return self._root.joinpath(*found.parts, *found.rest)
 
     def resolve_for_write(self, rel: str) -> Path:
         """Where `write_file` may write `rel`: the parent is resolved and confined like
         `resolve`, and the last component must not be a symlink (even one that points
         inside the workspace), a directory or a special file."""
-        parts = self._checked_parts(rel)
-        if not parts:
+        if not checked_parts(rel):
             raise ToolError("the path names the workspace root, not a file", "invalid")
-        parent = self._confined(self._root.joinpath(*parts[:-1]), rel)
-        target = parent / parts[-1]
-        if target.is_symlink():
-            raise ToolError(f"{show_path(rel)} is a symlink; refusing to write through it")
-        if target.is_dir():
-            raise ToolError(f"{show_path(rel)} is a directory")
-        if target.exists() and not target.is_file():
-            raise ToolError(f"{show_path(rel)} is not a regular file")
-        return target
+        with self.locate(rel, follow_last=False, missing="keep") as found:
+            if not found.rest:
+                writable_target(found, rel)
+            return self._root.joinpath(*found.parts, *found.rest)
 
     def relative(self, path: Path) -> str:
         """`path` (inside the workspace) as a POSIX root-relative string; `.` for root."""
         rel = path.relative_to(self._root).as_posix()
         return rel or "."
 
-    def walk(self, start: Path) -> Iterator[WalkEntry]:
-        """Every entry below directory `start`, depth-first with siblings sorted by name,
-        never following symlinks (a symlinked directory is reported, not entered).
-
-        Iterative on purpose: an agent can nest directories deeper than Python's
-        recursion limit. Unreadable directories are skipped rather than failing a whole
-        listing.
-        """
-        stack = list(reversed(self._sorted_children(start)))
-        while stack:
-            entry = stack.pop()
-            yield entry
-            if entry.kind == "dir":
-                stack.extend(reversed(self._sorted_children(entry.path)))
-
-    # -- internals ---------------------------------------------------------------
-
-    def _checked_parts(self, rel: str) -> tuple[str, ...]:
-        if not isinstance(rel, str):
-            raise ToolError("path must be a string", "invalid")
-        if "\x00" in rel:
-            raise ToolError("path contains a NUL byte", "invalid")
-        if len(rel) > MAX_PATH_CHARS:
-            raise ToolError(f"path is longer than {MAX_PATH_CHARS} characters", "invalid")
-        try:
-            rel.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate: the OS calls would raise
-            raise ToolError("path is not valid Unicode text", "invalid") from exc
-        if rel.startswith("/") or os.path.isabs(rel):
-            raise ToolError(
-                f"absolute path {show_path(rel)} refused; use a path relative to the "
-                "workspace root",
-                "path_escape",
-            )
-        parts = PurePosixPath(rel).parts  # also drops "." components and repeated "/"
-        if ".." in parts:
-            # Refused outright, even when it would stay inside: simpler to reason about
-            # and it cannot combine with a symlink to step out.
-            raise ToolError(f"'..' is not allowed in paths ({show_path(rel)})", "path_escape")
-        return parts
-
-    def _confined(self, candidate: Path, rel: str) -> Path:
-        try:
-            real = candidate.resolve()
-        except RuntimeError as exc:  # Python 3.11 reports symlink loops this way
-            raise ToolError(f"{show_path(rel)} is part of a symlink loop", "invalid") from exc
-        except OSError as exc:
-            reason = exc.strerror or "cannot be resolved"
-            raise ToolError(f"{show_path(rel)}: {reason}", "invalid") from exc
-        if real != self._root and not real.is_relative_to(self._root):
-            raise ToolError(
-                f"{show_path(rel)} resolves outside the workspace (through a symlink); refused",
-                "path_escape",
-            )
-        return real
-
-    def _sorted_children(self, directory: Path) -> list[WalkEntry]:
-        try:
-            with os.scandir(directory) as it:
-                found = [(entry.name, _entry_kind(entry)) for entry in it]
-        except OSError:
-            return []
-        found.sort()
-        return [
-            WalkEntry(self.relative(directory / name), directory / name, kind)
-            for name, kind in found
-        ]
+    def walk(self, start: Path | str = ".") -> Iterator[WalkEntry]:
+        """Every entry below directory `start` (a path inside the workspace, or a tool
+        path), depth-first with siblings sorted by name, never following symlinks (a
+        symlinked directory is reported, not entered). Iterative on purpose: an agent can
+        nest directories deeper than Python's recursion limit. Unreadable directories are
+        skipped rather than failing a whole listing."""
+        rel = self.relative(start) if isinstance(start, Path) else start
+        with self.locate(rel) as found:
+            yield from self.walk_located(found)
 
 
-def _entry_kind(entry: os.DirEntry[str]) -> EntryKind:
-    if entry.is_symlink():
-        return "link"
-    if entry.is_dir(follow_symlinks=False):
-        return "dir"
-    if entry.is_file(follow_symlinks=False):
-        return "file"
-    return "other"
+def writable_target(found: Located, shown: str) -> os.stat_result | None:
+    """The status of the file `write_file` would replace (None: it does not exist yet), or
+    a `ToolError` when it must not be written: a symlink (even one pointing inside), a
+    directory, a special file, or a file with other hard links."""
+    if found.name is None:
+        raise ToolError("the path names the workspace root, not a file", "invalid")
+    st = found.lstat()
+    if st is None:
+        return None
+    if S_ISLNK(st.st_mode):
+        raise ToolError(f"{show_path(shown)} is a symlink; refusing to write through it")
+    if S_ISDIR(st.st_mode):
+        raise ToolError(f"{show_path(shown)} is a directory")
+    if not S_ISREG(st.st_mode):
+        raise ToolError(f"{show_path(shown)} is not a regular file")
+    if st.st_nlink > 1:
+        # A hard link shares its inode with another name, which may lie outside the
+        # workspace. The write itself would be safe (a new file is renamed over the
+        # name), but it would silently un-share what the agent linked: refused, and the
+        # agent can remove the name first.
+        raise ToolError(
+            f"{show_path(shown)} has other hard links (possibly outside the workspace); "
+            "refusing to write through it",
+            "invalid",
+        )
+    return st
 
 
 # -- template copying ---------------------------------------------------------------

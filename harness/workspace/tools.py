@@ -20,13 +20,16 @@ and pattern-length caps bound the damage but do not remove it.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import copy
+import errno
 import json
 import math
 import os
 import re
 import stat
-from pathlib import Path
+from collections.abc import Iterator
+from secrets import token_hex
 from typing import Annotated, Any
 
 from pydantic import (
@@ -38,8 +41,16 @@ from pydantic import (
     field_validator,
 )
 
+from harness.secrets import SecretValues, harness_secrets
 from harness.workspace.commands import run_shell
-from harness.workspace.folder import ToolError, ToolErrorKind, Workspace, show_path
+from harness.workspace.confined import LinkIndex, Located, checked_parts
+from harness.workspace.folder import (
+    ToolError,
+    ToolErrorKind,
+    Workspace,
+    show_path,
+    writable_target,
+)
 from harness.workspace.sandbox import CONFINED, SandboxPolicy, SandboxUnavailable
 
 #: read_file returns at most this many bytes of a file (with a note when cut).
@@ -240,13 +251,33 @@ def dispatch(
     timeout_s: float,
     read_only: bool = False,
     sandbox: SandboxPolicy = CONFINED,
+    secrets: SecretValues | None = None,
 ) -> ToolResult:
     """Run one tool call in `workspace`. Never raises for a bad call (see module doc).
 
     `timeout_s` limits `run_command` (the orchestrator passes the time left, clamped);
     `read_only=True` refuses `write_file` and `run_command` (grader mode); `sandbox`
-    confines `run_command` (the default: confined, no network).
+    confines `run_command` (the default: confined, no network). The result's output and
+    meta come back without `secrets` (default: the harness's own, `harness.secrets`): a
+    file the user left in the workspace, a name, a command's output may hold one, and the
+    result goes to the record and to the model.
     """
+    result = _dispatch(workspace, call, timeout_s, read_only, sandbox)
+    known = harness_secrets() if secrets is None else secrets
+    output = known.redact(result.output)
+    meta = known.redact_json(result.meta)
+    if output is result.output and meta is result.meta:
+        return result
+    return result.model_copy(update={"output": output, "meta": meta})
+
+
+def _dispatch(
+    workspace: Workspace,
+    call: ToolCall,
+    timeout_s: float,
+    read_only: bool,
+    sandbox: SandboxPolicy,
+) -> ToolResult:
     model = _ARGS_MODELS.get(call.name)
     if model is None:
         known = ", ".join(_ARGS_MODELS)
@@ -327,13 +358,13 @@ def _describe_validation(name: str, model: type[_Args], exc: ValidationError) ->
 
 
 def read_file(workspace: Workspace, path: str) -> tuple[str, dict[str, Any]]:
-    target = workspace.resolve(path)
-    if not target.exists():
-        raise ToolError(f"{show_path(path)} does not exist", "not_found")
-    rel = workspace.relative(target)
-    with os.fdopen(_open_regular(target, os.O_RDONLY, path), "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        data = handle.read(MAX_READ_BYTES)
+    with workspace.locate(path) as found:
+        if found.lstat() is None:
+            raise ToolError(f"{show_path(path)} does not exist", "not_found")
+        rel = found.rel
+        with os.fdopen(_open_regular(found, path, workspace.link_index()), "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(MAX_READ_BYTES)
     truncated = size > len(data)
     meta: dict[str, Any] = {"path": rel, "bytes": size, "truncated": truncated, "binary": False}
     if b"\x00" in data[:_BINARY_SNIFF_BYTES]:
@@ -347,31 +378,38 @@ def read_file(workspace: Workspace, path: str) -> tuple[str, dict[str, Any]]:
 
 
 def write_file(workspace: Workspace, path: str, content: str) -> tuple[str, dict[str, Any]]:
+    """Create or replace a file: the bytes go to a new file made beside the target
+    (`O_CREAT | O_EXCL | O_NOFOLLOW`, in the parent's descriptor), which is then renamed
+    over the target's name. A symlink swapped in at the target meanwhile is replaced, never
+    written through; parent folders are made one by one, never through a symlink (see
+    `harness.workspace.folder`)."""
     data = _utf8(content, "content")
     if len(data) > MAX_WRITE_BYTES:
         raise ToolError(
             f"content is {len(data)} bytes; the limit is {MAX_WRITE_BYTES}", "too_large"
         )
-    target = workspace.resolve_for_write(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    created = not target.exists()
-    # No O_TRUNC: the file is truncated only after the link-count check below.
-    flags = os.O_WRONLY | os.O_CREAT
-    with os.fdopen(_open_regular(target, flags, path), "wb") as handle:
-        if os.fstat(handle.fileno()).st_nlink > 1:
-            # A hard link (made with run_command) shares its inode with another name,
-            # which may lie outside the workspace: its real path is inside, so the path
-            # checks cannot see it. Writing would change that other file too. Fail
-            # closed: refused for every hard-linked file, even one whose other names are
-            # all in the workspace (we cannot tell which).
-            raise ToolError(
-                f"{show_path(path)} has other hard links (possibly outside the workspace); "
-                "refusing to write through it",
-                "invalid",
-            )
-        handle.truncate(0)
-        handle.write(data)
-    rel = workspace.relative(target)
+    if not checked_parts(path):
+        raise ToolError("the path names the workspace root, not a file", "invalid")
+    with workspace.locate(path, follow_last=False, missing="create") as found:
+        old = writable_target(found, path)
+        assert found.name is not None  # writable_target refuses the root
+        rel = found.rel
+        mode = stat.S_IMODE(old.st_mode) & 0o777 if old is not None else 0o644
+        temp = f".ilh-write-{token_hex(8)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temp, flags, 0o600, dir_fd=found.dir_fd)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                os.fchmod(handle.fileno(), mode)
+            os.rename(temp, found.name, src_dir_fd=found.dir_fd, dst_dir_fd=found.dir_fd)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=found.dir_fd)
+            if isinstance(exc, IsADirectoryError):
+                raise ToolError(f"{show_path(path)} is a directory") from None
+            raise
+    created = old is None
     verb = "created" if created else "replaced"
     return f"{verb} {rel} ({len(data)} bytes)", {
         "path": rel,
@@ -381,25 +419,25 @@ def write_file(workspace: Workspace, path: str, content: str) -> tuple[str, dict
 
 
 def list_files(workspace: Workspace, path: str = ".") -> tuple[str, dict[str, Any]]:
-    start = workspace.resolve(path)
-    if not start.exists():
-        raise ToolError(f"{show_path(path)} does not exist", "not_found")
-    if not start.is_dir():
-        rel = workspace.relative(start)
-        return rel, {"path": rel, "entries": 1, "truncated": False}
-    lines: list[str] = []
-    truncated = False
-    for entry in workspace.walk(start):
-        if len(lines) >= MAX_LIST_ENTRIES:
-            truncated = True
-            break
-        if entry.kind == "dir":
-            lines.append(entry.rel + "/")
-        elif entry.kind == "link":
-            lines.append(f"{entry.rel} -> {_link_text(entry.path)}")
-        else:
-            lines.append(entry.rel)
-    rel = workspace.relative(start)
+    with workspace.locate(path) as found:
+        st = found.lstat()
+        if st is None:
+            raise ToolError(f"{show_path(path)} does not exist", "not_found")
+        rel = found.rel
+        if not stat.S_ISDIR(st.st_mode):
+            return rel, {"path": rel, "entries": 1, "truncated": False}
+        lines: list[str] = []
+        truncated = False
+        for entry in workspace.walk_located(found):
+            if len(lines) >= MAX_LIST_ENTRIES:
+                truncated = True
+                break
+            if entry.kind == "dir":
+                lines.append(entry.rel + "/")
+            elif entry.kind == "link":
+                lines.append(f"{entry.rel} -> {_link_text(entry.dir_fd, entry.name)}")
+            else:
+                lines.append(entry.rel)
     meta = {"path": rel, "entries": len(lines), "truncated": truncated}
     if not lines:
         return f"(no files under {rel})", meta
@@ -415,41 +453,45 @@ def grep(workspace: Workspace, pattern: str, path: str = ".") -> tuple[str, dict
         regex = re.compile(pattern)
     except re.error as exc:
         raise ToolError(f"invalid regular expression: {exc}", "invalid") from exc
-    start = workspace.resolve(path)
-    if not start.exists():
-        raise ToolError(f"{show_path(path)} does not exist", "not_found")
-    files = (
-        (e.path for e in workspace.walk(start) if e.kind == "file")
-        if start.is_dir()
-        else iter([start])
-    )
-
+    links = workspace.link_index()
     matches: list[str] = []
     matched_files: list[str] = []  # exact names: `rel:n:` in the output is ambiguous
     scanned = skipped = 0
     truncated = False
-    for file in files:
-        if len(matches) >= MAX_GREP_MATCHES or scanned >= MAX_GREP_FILES:
-            truncated = True
-            break
-        text = _text_for_grep(file)
-        if text is None:
-            skipped += 1
-            continue
-        scanned += 1
-        rel = workspace.relative(file)
-        for number, line in enumerate(text.split("\n"), start=1):
-            line = line.removesuffix("\r")
-            if regex.search(line):
-                if len(matches) >= MAX_GREP_MATCHES:
-                    truncated = True
-                    break
-                shown = (
-                    line if len(line) <= MAX_GREP_LINE_CHARS else (line[:MAX_GREP_LINE_CHARS] + "…")
-                )
-                matches.append(f"{rel}:{number}:{shown}")
-                if not matched_files or matched_files[-1] != rel:
-                    matched_files.append(rel)
+    with workspace.locate(path) as found:
+        st = found.lstat()
+        if st is None:
+            raise ToolError(f"{show_path(path)} does not exist", "not_found")
+        if stat.S_ISDIR(st.st_mode):
+            files: Iterator[tuple[str, int, str]] = (
+                (e.rel, e.dir_fd, e.name) for e in workspace.walk_located(found) if e.kind == "file"
+            )
+        else:
+            assert found.name is not None
+            files = iter([(found.rel, found.dir_fd, found.name)])
+        for rel, dir_fd, name in files:
+            if len(matches) >= MAX_GREP_MATCHES or scanned >= MAX_GREP_FILES:
+                truncated = True
+                break
+            text = _text_for_grep(dir_fd, name, links)
+            if text is None:
+                skipped += 1
+                continue
+            scanned += 1
+            for number, line in enumerate(text.split("\n"), start=1):
+                line = line.removesuffix("\r")
+                if regex.search(line):
+                    if len(matches) >= MAX_GREP_MATCHES:
+                        truncated = True
+                        break
+                    shown = (
+                        line
+                        if len(line) <= MAX_GREP_LINE_CHARS
+                        else (line[:MAX_GREP_LINE_CHARS] + "…")
+                    )
+                    matches.append(f"{rel}:{number}:{shown}")
+                    if not matched_files or matched_files[-1] != rel:
+                        matched_files.append(rel)
     meta = {
         "matches": len(matches),
         "matched_files": matched_files,
@@ -513,20 +555,32 @@ def _utf8(text: str, what: str) -> bytes:
         raise ToolError(f"{what} is not valid Unicode text (lone surrogate)") from exc
 
 
-def _open_regular(target: Path, flags: int, shown: str) -> int:
-    """Open `target` and return the descriptor, refusing anything but a regular file.
+def _open_regular(found: Located, shown: str, links: LinkIndex) -> int:
+    """Open the file `found` names for reading and return the descriptor, refusing
+    anything but a regular file, and a file with hard links outside the workspace.
 
-    O_NOFOLLOW: the last component was checked not to be an escaping symlink, and must
-    not become one before the open. O_NONBLOCK: opening a FIFO the agent planted must
-    not hang the harness (it has no effect on regular files).
+    O_NOFOLLOW: the walk followed every symlink itself; one swapped in since is not
+    followed. O_NONBLOCK: opening a FIFO the agent planted must not hang the harness (it
+    has no effect on regular files).
     """
-    fd = os.open(target, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        fd = found.open(os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ToolError(f"{show_path(shown)} changed while it was being opened") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
             raise ToolError(f"{show_path(shown)} is a directory; use list_files")
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(st.st_mode):
             raise ToolError(f"{show_path(shown)} is not a regular file")
+        if not links.all_inside(st):
+            raise ToolError(
+                f"{show_path(shown)} has hard links that are not in the workspace; refusing "
+                "to read through it",
+                "path_escape",
+            )
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
@@ -534,10 +588,12 @@ def _open_regular(target: Path, flags: int, shown: str) -> int:
     return fd
 
 
-def _text_for_grep(file: Path) -> str | None:
-    """The file's text, or None when it is too large, binary, unreadable or not regular."""
+def _text_for_grep(dir_fd: int, name: str, links: LinkIndex) -> str | None:
+    """The file's text, or None when it is too large, binary, unreadable, not regular, or
+    hard-linked to a file outside the workspace."""
+    found = Located(dir_fd, name, ())
     try:
-        with os.fdopen(_open_regular(file, os.O_RDONLY, file.name), "rb") as handle:
+        with os.fdopen(_open_regular(found, name, links), "rb") as handle:
             if os.fstat(handle.fileno()).st_size > MAX_GREP_FILE_BYTES:
                 return None
             data: bytes = handle.read(MAX_GREP_FILE_BYTES + 1)
@@ -548,8 +604,8 @@ def _text_for_grep(file: Path) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _link_text(link: Path) -> str:
+def _link_text(dir_fd: int, name: str) -> str:
     try:
-        return os.readlink(link)
+        return os.readlink(name, dir_fd=dir_fd)
     except OSError:
         return "?"

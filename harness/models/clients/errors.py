@@ -10,20 +10,16 @@ from __future__ import annotations
 
 import email.utils
 import math
-import os
 import re
 import time
 from collections.abc import Iterable, Mapping
 
 from harness.models.interface import ErrorKind, Usage
+from harness.secrets import credential_items, harness_secrets
 
 REDACTED = "[REDACTED]"
 MAX_MESSAGE_CHARS = 400
 
-# Environment variables whose values are credentials, wherever they appear.
-# Broad on purpose (HF_TOKEN, GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY…): a
-# non-secret caught by it is only redacted from messages, a secret missed could leak.
-_SECRET_ENV = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|_KEY$)", re.I)
 # Credential shapes worth removing even when we do not know the value: provider keys
 # (sk-…, sk-ant-…, sk-proj-…, masked forms with *), bearer tokens, key headers.
 _SECRET_SHAPES = (
@@ -43,29 +39,15 @@ RETRYABLE: frozenset[ErrorKind] = frozenset(
 
 
 def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The values of credential-named environment variables (long enough to be keys)."""
-    env = os.environ if environ is None else environ
-    return [v for k, v in env.items() if _SECRET_ENV.search(k) and len(v) >= _MIN_SECRET_CHARS]
+    """The values of the environment's credentials (`harness.secrets.names`)."""
+    return [value for _, value in credential_items(environ)]
 
 
 def known_secrets(secrets: Iterable[str] = ()) -> list[str]:
-    """The given secrets and those in the environment (long enough to be keys), longest
-    first."""
-    known = {s for s in (*secrets, *env_secrets()) if len(s) >= _MIN_SECRET_CHARS}
+    """The given secrets and every one the harness knows (its environment's and the keys
+    it holds, `harness.secrets`), long enough to be keys, longest first."""
+    known = {s for s in (*secrets, *harness_secrets().values()) if len(s) >= _MIN_SECRET_CHARS}
     return sorted(known, key=len, reverse=True)
-
-
-def redact_known(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with the exact values of known credentials replaced, and nothing else.
-
-    For what a model *said* (a reply's text and tool-call arguments): a proxy or a
-    misconfigured server can echo a request's headers into a 200 body, and that body
-    goes to the run record. Unlike `scrub` it leaves key-shaped strings alone, since a
-    model may legitimately write `Bearer …` or `sk-…` in code it is asked to produce."""
-    out = text
-    for secret in known_secrets(secrets):
-        out = out.replace(secret, REDACTED)
-    return out
 
 
 def scrub(text: str, secrets: Iterable[str] = ()) -> str:

@@ -35,8 +35,6 @@ from harness.models.clients.convert import call_arguments_json
 from harness.models.clients.errors import (
     AttemptFailed,
     kind_for_status,
-    known_secrets,
-    redact_known,
     retry_after,
     scrub,
     short,
@@ -50,6 +48,9 @@ from harness.models.clients.retry import (
     call_with_retries,
 )
 from harness.models.interface import AttemptListener, Message, ModelReply, ModelRequest, Usage
+from harness.models.secrecy import redact_reply
+from harness.secrets import register_secret
+from harness.secrets.names import url_passwords
 from harness.workspace.tools import ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
@@ -128,8 +129,12 @@ class SdkClient:
         self.on_attempt = on_attempt
         self._sleep = sleep
         self._clock = clock
-        # Kept only to scrub it from messages; never logged or recorded.
+        # Kept only to scrub it from messages; never logged or recorded. Registered so
+        # that every exit point of the harness (tools, record, replies) redacts it too.
         self._secrets = (api_key,)
+        register_secret(api_key, f"{self.provider.upper()}_API_KEY")
+        for password in url_passwords(base_url or ""):
+            register_secret(password, "BASE_URL_PASSWORD")
         self.max_response_bytes = max_response_bytes
         self._http = httpx2.AsyncClient(
             transport=transport,
@@ -209,18 +214,9 @@ class SdkClient:
             ) from None
 
     def _redacted(self, reply: ModelReply) -> ModelReply:
-        """`reply` without the values of known credentials (see `redact_known`)."""
-        secrets = known_secrets(self._secrets)
-        said = reply.text + "".join(call_arguments_json(c) for c in reply.tool_calls)
-        if not any(s in said for s in secrets):
-            return reply
-        calls = tuple(
-            call.model_copy(update={"arguments": _redact_value(call.arguments, secrets)})
-            for call in reply.tool_calls
-        )
-        return reply.model_copy(
-            update={"text": redact_known(reply.text, secrets), "tool_calls": calls}
-        )
+        """`reply` without the values of known credentials (`harness.models.secrecy`): the
+        harness's secrets, this client's key among them (registered when it was made)."""
+        return redact_reply(reply)
 
     def estimated_usage(self, request: ModelRequest, text: str, calls: Sequence[ToolCall]) -> Usage:
         """What a reply without usable usage is charged (flagged `estimated`)."""
@@ -303,16 +299,6 @@ def _in_chain(exc: BaseException, kind: type[Exception]) -> Exception | None:
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
-
-
-def _redact_value(value: Any, secrets: Sequence[str]) -> Any:
-    if isinstance(value, str):
-        return redact_known(value, secrets)
-    if isinstance(value, dict):
-        return {k: _redact_value(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_value(v, secrets) for v in value]
-    return value
 
 
 def provider_message(body: object) -> str | None:
