@@ -99,6 +99,11 @@ class RunSummary(BaseModel):
     head_seq: int = Field(description="last seq the store committed")
     last_state: str | None = Field(description="`state` of the last state_change event")
     ended_by: str | None = Field(description="`ended_by` of the last run_ended event")
+    record: str = Field(
+        description="the cheap check of the record (`RunStore.list_runs`): `authenticated`, "
+        "`TAMPERED`, `unauthenticated (legacy)`, `other key` or `no key`; only "
+        "`ilh runs verify` checks every event"
+    )
 
 
 class VerifyResult(BaseModel):
@@ -110,6 +115,10 @@ class VerifyResult(BaseModel):
     ok: bool
     checked: int = Field(description="number of stored events examined")
     problems: list[str]
+    mac: str = Field(
+        description="the head's MAC: `ok`, `mismatch`, `legacy` (none: written before "
+        "records were authenticated), `other_key` or `no_key` (no record key here)"
+    )
 
 
 def utc_now_iso() -> str:
