@@ -414,3 +414,45 @@ def test_a_legacy_store_is_migrated_and_its_runs_are_unauthenticated(tmp_path: P
     assert code == 1 and "UNAUTHENTICATED (legacy)" in output
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+# --- out of the agent's reach ------------------------------------------------------------
+
+
+def test_a_sandboxed_command_sees_neither_the_store_nor_the_key(tmp_path: Path) -> None:
+    """The store, the run folder and the record key are outside every sandbox: an agent's
+    command cannot read, list or change them (the default key's folder, under $HOME,
+    included)."""
+    db = tmp_path / "store" / "runs.db"
+    key = Path(os.environ[KEY_FILE_ENV])
+    default_home_key = Path.home() / ".config" / "ilh"
+    probe = (
+        f"cat {db} | head -c 16; ls -la {db.parent}; cat {key}; ls -la {key.parent}; "
+        f"ls -la {default_home_key}; echo forged >> {db}; echo forged > {key}; echo probed"
+    )
+    turn = {
+        "text": "Look.",
+        "tool_calls": [{"name": "run_command", "arguments": {"command": probe}}],
+    }
+    (tmp_path / "agent.jsonl").write_text(json.dumps(turn) + "\n")
+    task = tmp_path / "task.toml"
+    task.write_text(
+        '[task]\nid = "probe"\nobjective = "Probe."\n\n[budget.rounds]\nlimit = 2\n\n'
+        '[agent]\nmodel = "scripted:agent.jsonl"\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", str(task), "--store", str(db), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    run_id = json.loads(done.stdout)["run_id"]
+    with RunStore(db, create=False) as store:
+        [call] = store.events(run_id, EventKind.TOOL_CALL)
+        assert store.verify(run_id).ok
+    output = call.payload["output"]
+    assert "probed" in output and call.payload["meta"].get("sandbox", "bwrap") == "bwrap"
+    assert "SQLite format" not in output and "runs.db" not in output.replace(str(db), "")
+    assert key.read_text().strip() not in output
+    assert "record.key" not in output.replace(str(key), "").replace(str(default_home_key), "")
+    assert output.count("No such file or directory") >= 5
