@@ -316,3 +316,24 @@ def test_a_resume_that_changes_the_endpoint_says_so(
         endpoints = [e.payload["endpoint"] for e in store.events(run_id, EventKind.NOTE)
                      if "endpoint" in e.payload]  # fmt: skip
     assert endpoints[-1]["base_url"] == second_server.url
+
+
+# --- confinement is never inherited ----------------------------------------------------------
+
+
+def test_sandbox_none_must_be_given_again_on_resume(tmp_path: Path) -> None:
+    task = tmp_path / "task.toml"
+    task.write_text(ENDPOINT_TASK + '\n[agent]\nmodel = "scripted:agent.jsonl"\n')
+    write_agent(tmp_path, [{"text": "Nothing to do yet."}])
+    db = tmp_path / "runs.db"
+    first = ilh("run", str(task), "--sandbox", "none", "--store", str(db), "--json")
+    started = json.loads(first.stdout)
+    assert started["sandbox"]["mode"] == "none" and started["ended_by"] == "script_exhausted"
+    again = json.loads(
+        ilh("run", "--resume", started["run_id"], "--store", str(db), "--json").stdout
+    )
+    assert again["sandbox"]["mode"] == "bwrap", "--sandbox none was carried over silently"
+    unconfined = ilh(
+        "run", "--resume", started["run_id"], "--sandbox", "none", "--store", str(db), "--json"
+    )
+    assert json.loads(unconfined.stdout)["sandbox"]["mode"] == "none"
