@@ -9,6 +9,7 @@ a failure, not a silent skip.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,27 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("shared"):
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_record_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Tests never touch the user's real record key (`~/.config/ilh/record.key`): every
+    store in the session, in this process and in the `python -m harness` children that
+    inherit the environment, uses a key under the session's temporary folder. XDG_CONFIG_HOME
+    too, so that a test clearing ILH_RECORD_KEY_FILE still lands in a temporary folder."""
+    folder = tmp_path_factory.mktemp("ilh-config")
+    saved = {name: os.environ.get(name) for name in ("ILH_RECORD_KEY_FILE", "XDG_CONFIG_HOME")}
+    key_file = folder / "ilh" / "record.key"
+    os.environ["ILH_RECORD_KEY_FILE"] = str(key_file)
+    os.environ["XDG_CONFIG_HOME"] = str(folder / "xdg")
+    try:
+        yield key_file
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture(autouse=True, scope="session")

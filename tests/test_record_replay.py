@@ -30,7 +30,10 @@ EXAMPLES = REPO / "examples"
 ids = [p.name for p in PROVIDERS]
 STOP = "::STATUS{@TASK|state:stopped|reason:user_pause|by:@AGENT|authority:proposal}"
 
-_DROP = {"at", "hash", "prev_hash", "run_id", "latency_s", "duration_s", "envelope_digest"}
+_DROP = {
+    "at", "hash", "prev_hash", "run_id", "latency_s", "duration_s", "envelope_digest",
+    "allowed_s",  # an allowance is the time left, a wall-clock figure
+}  # fmt: skip
 _RUN_ID = re.compile(r"\d{8}T\d{9}-[0-9a-f]{12}")
 _SECONDS = re.compile(r"\b\d+\.\d+s\b")  # wall-clock figures, e.g. a check's "exit 0 in 0.06s"
 

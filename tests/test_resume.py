@@ -102,7 +102,8 @@ def test_resume_refuses_a_tampered_record(tmp_path: Path) -> None:
         ).fetchall():
             conn.execute(f"DROP TRIGGER {name}")
         conn.execute(
-            "UPDATE events SET payload = replace(payload, 'Looking', 'Cooking') WHERE seq = 3"
+            "UPDATE events SET payload = replace(payload, 'Looking', 'Cooking')"
+            " WHERE kind = 'model_call'"
         )
     refused = runner.invoke(ilh, ["run", "--resume", run_id, "--store", str(db)])
     assert refused.exit_code == 2

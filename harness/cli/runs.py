@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -11,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from harness.record.events import EventKind
+from harness.record.events import EventKind, RunSummary
 from harness.record.store import RunStore, StoreError, UnknownRun
 from harness.secrets import harness_secrets
 
@@ -25,11 +27,25 @@ STORE_OPTION = click.option(
 )
 
 
-def open_store(path: Path) -> RunStore:
+class StoreProblem(click.ClickException):
+    """The store or the record key cannot be used (unreadable, a shared key): exit 2."""
+
+    exit_code = 2
+
+
+@contextmanager
+def open_store(path: Path) -> Iterator[RunStore]:
     try:
-        return RunStore(path, create=False)
+        store = RunStore(path, create=False)
     except StoreError as err:
         raise click.UsageError(f"no run store at {path}: {err}") from err
+    try:
+        with store:
+            yield store
+    except UnknownRun as err:
+        raise click.UsageError(str(err)) from err
+    except StoreError as err:
+        raise StoreProblem(str(err)) from err
 
 
 @click.group()
@@ -40,10 +56,24 @@ def runs() -> None:
 @runs.command("list")
 @STORE_OPTION
 @click.option("--json", "as_json", is_flag=True)
-def list_runs(store_path: Path, as_json: bool) -> None:
-    """Every run in the store, oldest first."""
+@click.option(
+    "--verify",
+    "full",
+    is_flag=True,
+    help="Check every event of every run (as `runs verify` does), not only each run's "
+    "authenticated head.",
+)
+def list_runs(store_path: Path, as_json: bool, full: bool) -> None:
+    """Every run in the store, oldest first.
+
+    The `record` column is a cheap check of each run: its head's MAC (the record key) and
+    that the stored events end at that head. `authenticated` is not a full check (an edit
+    inside the chain needs `--verify` or `ilh runs verify RUN`); anything else means the
+    run's state and end cannot be trusted."""
     with open_store(store_path) as store:
         summaries = store.list_runs()
+        if full:
+            summaries = [fully_checked(store, s) for s in summaries]
     if as_json:
         click.echo(json.dumps([s.model_dump(mode="json") for s in summaries], ensure_ascii=False))
         return
@@ -51,17 +81,32 @@ def list_runs(store_path: Path, as_json: bool) -> None:
     # (It begins with the creation time, which --json gives in full.)
     table = Table(
         Column("run", no_wrap=True),
-        *(Column(h, overflow="fold") for h in ("task", "events", "last state", "ended by")),
+        *(
+            Column(h, overflow="fold")
+            for h in ("task", "events", "last state", "ended by", "record")
+        ),
     )
     for s in summaries:
+        trusted = s.record in ("authenticated", "verified")
+        # An untrusted record's state is what someone may have written: marked as such.
+        mark = "" if trusted else "?"
         table.add_row(
             s.run_id,
             escape(s.task_id),
             str(s.events),
-            s.last_state or "-",
-            s.ended_by or "-",
+            (s.last_state or "-") + mark,
+            (s.ended_by or "-") + mark,
+            s.record if trusted else f"[bold red]{escape(s.record)}[/]",
         )
     Console(highlight=False).print(table)
+
+
+def fully_checked(store: RunStore, summary: RunSummary) -> RunSummary:
+    """`verified` when every event checks out too, `TAMPERED` when one does not."""
+    if summary.record != "authenticated":
+        return summary
+    ok = store.verify(summary.run_id).ok
+    return summary.model_copy(update={"record": "verified" if ok else "TAMPERED"})
 
 
 @runs.command("show")
@@ -85,6 +130,11 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
     console.print(
         f"[bold]run[/] {summary.run_id} · task {escape(summary.task_id)} · {summary.events} events"
     )
+    if summary.record != "authenticated":
+        console.print(
+            f"[bold red]record {escape(summary.record)}[/]: what follows may not be what the "
+            f"harness recorded (`ilh runs verify {summary.run_id}` says why)"
+        )
     for event in events:
         data = event.payload
         if event.kind is EventKind.STATE_CHANGE:
@@ -113,16 +163,27 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
 @click.argument("run_ref", metavar="RUN")
 @STORE_OPTION
 def verify_run(run_ref: str, store_path: Path) -> None:
-    """Check the run's hash chain and head. Exit 0 intact, 1 tampered, 2 unknown run."""
+    """Check the run's hash chain, that it ends at the committed head, and the head's MAC
+    (the per-user record key). Exit 0 intact, 1 tampered or unauthenticated, 2 unknown run."""
     with open_store(store_path) as store:
         try:
             result = store.verify(store.resolve_run_id(run_ref))
         except UnknownRun as err:
             raise click.UsageError(str(err)) from err
     if result.ok:
-        click.echo(f"{result.run_id}: ok, {result.checked} events verified")
+        click.echo(
+            f"{result.run_id}: ok, {result.checked} events verified, head authenticated "
+            f"(record key {store.key_path})"
+        )
         return
-    click.echo(f"{result.run_id}: TAMPERED", err=True)
+    verdict = {
+        "legacy": "UNAUTHENTICATED (legacy)",
+        "other_key": "NOT CHECKED: written with another key",
+        "no_key": "NOT CHECKED: no record key",
+    }.get(result.mac, "TAMPERED")
+    if result.mac in ("other_key", "no_key") and len(result.problems) > 1:
+        verdict = "TAMPERED"  # the chain itself is broken, whatever the key
+    click.echo(f"{result.run_id}: {verdict}", err=True)
     for problem in result.problems:
         click.echo(f"  {problem}", err=True)
     sys.exit(1)

@@ -150,6 +150,9 @@ class Task(BaseModel):
     spec: TaskFile
     folder: Path
     source: Path | None = None
+    text: str | None = None
+    """The file's content exactly as it was parsed: what the run record keeps, so that a
+    resumed run rebuilds this task and never re-reads a file that may have changed."""
 
     @property
     def id(self) -> str:
@@ -221,7 +224,7 @@ def parse_task(text: str, path: Path) -> Task:
         spec = TaskFile.model_validate(raw)
     except ValidationError as err:
         raise validation_error(path, text, err) from None
-    return Task(spec=spec, folder=path.resolve().parent, source=path)
+    return Task(spec=spec, folder=path.resolve().parent, source=path, text=text)
 
 
 def load_task(path: Path) -> Task:

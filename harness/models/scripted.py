@@ -56,6 +56,11 @@ class ScriptedClient:
         return self._label
 
     @property
+    def turns(self) -> tuple[ScriptedTurn, ...]:
+        """The whole script as loaded (the run record keeps it for `--resume`)."""
+        return tuple(self._turns)
+
+    @property
     def position(self) -> int:
         return self._next
 

@@ -21,7 +21,10 @@ from harness.record.events import Event, EventKind, RunSummary, StoredEvent
 
 log = structlog.get_logger(__name__)
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""1: the hash chain and its head. 2: the head's MAC (`head_mac`, `key_id`, see
+`harness.record.keys`); a version-1 store is migrated on open, its runs stay without a
+MAC and verify as unauthenticated (legacy)."""
 
 
 class StoreError(Exception):
@@ -44,7 +47,9 @@ SCHEMA: Final = (
         created_at TEXT NOT NULL,
         meta       TEXT NOT NULL,
         head_seq   INTEGER NOT NULL,
-        head_hash  TEXT NOT NULL
+        head_hash  TEXT NOT NULL,
+        head_mac   TEXT,
+        key_id     TEXT
     )
     """,
     """
@@ -75,8 +80,12 @@ SCHEMA: Final = (
 
 EVENT_COLUMNS: Final = "run_id, seq, kind, round, at, payload, prev_hash, hash"
 
+#: The runs row as the head's MAC covers it (`harness.record.integrity.HeadRow`).
+HEAD_COLUMNS: Final = "run_id, task_id, created_at, meta, head_seq, head_hash, head_mac, key_id"
+
 # One query serves `list_runs` and `get_run`. `ended_by` needs to know whether a state
-# change followed the last run_ended (a resumed run is not ended), hence the seqs.
+# change followed the last run_ended (a resumed run is not ended), hence the seqs. The
+# last stored event (seq, hash) lets the summary check the authenticated head cheaply.
 SUMMARY_SELECT: Final = """
     SELECT r.run_id, r.task_id, r.created_at, r.meta, r.head_seq,
         (SELECT COUNT(*) FROM events e WHERE e.run_id = r.run_id),
@@ -87,7 +96,10 @@ SUMMARY_SELECT: Final = """
         (SELECT e.payload FROM events e WHERE e.run_id = r.run_id AND e.kind = 'run_ended'
             ORDER BY e.seq DESC LIMIT 1),
         (SELECT e.seq FROM events e WHERE e.run_id = r.run_id AND e.kind = 'run_ended'
-            ORDER BY e.seq DESC LIMIT 1)
+            ORDER BY e.seq DESC LIMIT 1),
+        r.head_hash, r.head_mac, r.key_id,
+        (SELECT e.seq FROM events e WHERE e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1),
+        (SELECT e.hash FROM events e WHERE e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1)
     FROM runs r
 """
 
@@ -129,6 +141,10 @@ def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
         # IF NOT EXISTS on every open also restores the append-only triggers if dropped.
         for statement in SCHEMA:
             conn.execute(statement)
+        columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(runs)")}
+        for column in ("head_mac", "key_id"):
+            if column not in columns:  # a version-1 store: its runs keep NULL (legacy)
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
         if version < SCHEMA_VERSION:
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
@@ -197,7 +213,8 @@ def row_to_event(row: tuple[Any, ...]) -> Event:
         ) from exc
 
 
-def row_to_summary(row: tuple[Any, ...]) -> RunSummary:
+def row_to_summary(row: tuple[Any, ...], record: str) -> RunSummary:
+    """`record`: what the cheap check of the authenticated head found (`integrity`)."""
     state_payload, state_seq, ended_payload, ended_seq = row[6], row[7], row[8], row[9]
     ended_by: str | None = None
     # A resume commits a new state after run_ended, so only a still-final end counts.
@@ -212,7 +229,12 @@ def row_to_summary(row: tuple[Any, ...]) -> RunSummary:
         events=int(row[5]),
         last_state=payload_str(state_payload, "state"),
         ended_by=ended_by,
+        record=record,
     )
+
+
+def optional_str(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 def json_object(text: object) -> dict[str, Any]:

@@ -17,6 +17,8 @@ Payload conventions the store's summaries rely on (everything else is free-form)
 - ``run_started``: ``{"task_id": str, "meta": {...}}`` (written by the store itself)
 - ``state_change``: carries the committed state under ``"state"``
 - ``run_ended``: carries the end cause under ``"ended_by"`` (§6 values)
+- ``allowance``: ``{"for": "model_call" | "run_command" | "grading", "allowed_s": float |
+  null}``, written just before that call, command or grading starts
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ class EventKind(StrEnum):
     GRADER_RESULT = "grader_result"
     RUN_ENDED = "run_ended"
     NOTE = "note"
+    ALLOWANCE = "allowance"
+    """Written before a model call, a command or a grading: what it may take (`for`,
+    `allowed_s`). A record that ends inside one was cut there, and a resume charges
+    the allowance (`harness.run.resume.resumed_ledger`)."""
 
 
 class Event(BaseModel):
@@ -99,6 +105,11 @@ class RunSummary(BaseModel):
     head_seq: int = Field(description="last seq the store committed")
     last_state: str | None = Field(description="`state` of the last state_change event")
     ended_by: str | None = Field(description="`ended_by` of the last run_ended event")
+    record: str = Field(
+        description="the cheap check of the record (`RunStore.list_runs`): `authenticated`, "
+        "`TAMPERED`, `unauthenticated (legacy)`, `other key` or `no key`; only "
+        "`ilh runs verify` checks every event"
+    )
 
 
 class VerifyResult(BaseModel):
@@ -110,6 +121,10 @@ class VerifyResult(BaseModel):
     ok: bool
     checked: int = Field(description="number of stored events examined")
     problems: list[str]
+    mac: str = Field(
+        description="the head's MAC: `ok`, `mismatch`, `legacy` (none: written before "
+        "records were authenticated), `other_key` or `no_key` (no record key here)"
+    )
 
 
 def utc_now_iso() -> str:

@@ -6,11 +6,15 @@ a killed run leaves a readable, verifiable record; `ilh run --resume` continues 
 
 Integrity: each event carries the sha256 of its content and of the event before it (see
 `harness.record.events`). A chain alone cannot reveal a cut-off tail, so the ``runs`` row keeps
-the head (last seq + last hash), updated in the same transaction as each append;
-`verify` compares the chain with it. Triggers refuse UPDATE/DELETE on events so that no
-code path edits the record by accident. What this cannot catch: someone who rewrites the
-whole chain from the edit onwards *and* the head with the public hash rule — there is no
-secret key in the file; copy the head elsewhere if that matters.
+the head (last seq + last hash), updated in the same transaction as each append. And since
+anyone can re-hash a chain with the public rule, the head is authenticated: an HMAC-SHA256
+with the per-user record key (`harness.record.keys`, outside every project and sandbox)
+over the head and the runs row, rewritten in that same transaction
+(`harness.record.integrity`). `verify` checks the chain, that it ends at the head, and the
+MAC. Triggers refuse UPDATE/DELETE on events so that no code path edits the record by
+accident. What this cannot catch: a whole run deleted, or a run put back as an older copy
+of itself (an old head with its old MAC) — keep a copy of the head elsewhere if that
+matters; and anyone who can read the key can forge.
 
 Concurrency: several writers (threads or processes, e.g. ``--concurrency N``) may share
 one file. Appends take the write lock up front (``BEGIN IMMEDIATE``) so reading the head
@@ -60,6 +64,7 @@ __all__ = [
 
 from harness.record.database import (
     EVENT_COLUMNS,
+    HEAD_COLUMNS,
     SUMMARY_SELECT,
     AmbiguousRun,
     StoreError,
@@ -72,7 +77,15 @@ from harness.record.database import (
     row_to_summary,
     sqlite_errors,
 )
-from harness.record.integrity import check_head, check_run_row
+from harness.record.integrity import (
+    HeadRow,
+    check_head,
+    check_mac,
+    check_run_row,
+    mac_status,
+    quick_record_status,
+)
+from harness.record.keys import RecordKey, default_key_path, ensure_key, load_key
 
 log = structlog.get_logger(__name__)
 
@@ -104,11 +117,16 @@ class RunStore:
         redactor: Redactor = redact,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         secrets: Callable[[], SecretValues] = harness_secrets,
+        key_path: Path | None = None,
     ) -> None:
         """`redactor` removes credentials by field name; `secrets` gives the secret values
         that are removed from every string (keys too) of whatever is written, whatever
-        the redactor did (default: the harness's own, read at each write)."""
+        the redactor did (default: the harness's own, read at each write). `key_path`: the
+        record key (default `harness.record.keys.default_key_path`, read when the store is
+        opened). It is created by the first write, not by reads."""
         self._path = Path(path)
+        self._key_path = key_path or default_key_path()
+        self._key: RecordKey | None = None
         self._redactor = redactor
         self._secrets = secrets
         self.created_run_ids: list[str] = []  # by this instance, oldest first
@@ -124,6 +142,20 @@ class RunStore:
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def key_path(self) -> Path:
+        return self._key_path
+
+    def _writing_key(self) -> RecordKey:
+        if self._key is None:
+            self._key = ensure_key(self._key_path)
+        return self._key
+
+    def _checking_key(self) -> RecordKey | None:
+        if self._key is None:
+            self._key = load_key(self._key_path)
+        return self._key
 
     def close(self) -> None:
         """Close the connection; idempotent. Committed events are already durable."""
@@ -145,31 +177,35 @@ class RunStore:
 
     # -- writing -----------------------------------------------------------------------
 
-    def create_run(self, task_id: str, meta: Mapping[str, Any] | None = None) -> str:
+    def create_run(
+        self,
+        task_id: str,
+        meta: Mapping[str, Any] | None = None,
+        inputs: Mapping[str, Any] | None = None,
+    ) -> str:
         """Create a run and its `run_started` event (one transaction); returns the run id.
 
         `meta` (redacted like any payload) is kept on the run row and, so that it is
-        covered by the chain, in the run_started payload.
+        covered by the chain, in the run_started payload. `inputs` (what the run was
+        started from, e.g. the task file's content) go in the run_started payload only:
+        they can be large, and summaries never need them.
         """
         if not task_id:
             raise StoreError("task_id must not be empty")
         clean_meta = self._clean({} if meta is None else meta)
+        started: dict[str, Any] = {"task_id": task_id, "meta": clean_meta}
+        if inputs is not None:
+            started["inputs"] = self._clean(inputs)
         run_id = new_run_id()
+        key = self._writing_key()
         with self._write() as conn:
             at = utc_now_iso()
             conn.execute(
-                "INSERT INTO runs (run_id, task_id, created_at, meta, head_seq, head_hash)"
-                " VALUES (?, ?, ?, ?, 0, ?)",
-                (run_id, task_id, at, canonical_json(clean_meta), GENESIS_HASH),
+                "INSERT INTO runs (run_id, task_id, created_at, meta, head_seq, head_hash,"
+                " head_mac, key_id) VALUES (?, ?, ?, ?, 0, ?, NULL, ?)",
+                (run_id, task_id, at, canonical_json(clean_meta), GENESIS_HASH, key.key_id),
             )
-            _append_locked(
-                conn,
-                run_id,
-                EventKind.RUN_STARTED,
-                {"task_id": task_id, "meta": clean_meta},
-                round_=0,
-                at=at,
-            )
+            _append_locked(conn, key, run_id, EventKind.RUN_STARTED, started, round_=0, at=at)
         log.info("store.run_created", run_id=run_id, task_id=task_id, path=str(self._path))
         self.created_run_ids.append(run_id)
         return run_id
@@ -191,8 +227,9 @@ class RunStore:
         if round < 0:
             raise StoreError(f"round must be >= 0, got {round}")
         clean = self._clean({} if payload is None else payload)
+        key = self._writing_key()
         with self._write() as conn:
-            event = _append_locked(conn, run_id, event_kind, clean, round_=round)
+            event = _append_locked(conn, key, run_id, event_kind, clean, round_=round)
         log.debug("store.appended", run_id=run_id, seq=event.seq, kind=str(event_kind))
         return event
 
@@ -239,17 +276,24 @@ class RunStore:
         return None if row is None else row_to_event(row)
 
     def list_runs(self) -> list[RunSummary]:
-        """Every run, oldest first."""
+        """Every run, oldest first, each with the cheap check of its authenticated head
+        (`RunSummary.record`)."""
         with self._read() as conn:
             rows = conn.execute(SUMMARY_SELECT + " ORDER BY r.created_at, r.rowid").fetchall()
-        return [row_to_summary(row) for row in rows]
+        return [self._summary(row) for row in rows]
 
     def get_run(self, run_ref: str) -> RunSummary:
         """The summary of one run, by full id or unique id prefix."""
         with self._read() as conn:
             full_id = _resolve(conn, run_ref)
             row = conn.execute(SUMMARY_SELECT + " WHERE r.run_id = ?", (full_id,)).fetchone()
-        return row_to_summary(row)
+        return self._summary(row)
+
+    def _summary(self, row: tuple[Any, ...]) -> RunSummary:
+        # Columns: see SUMMARY_SELECT (10: head_hash, head_mac, key_id, last seq, last hash).
+        head = HeadRow.of((row[0], row[1], row[2], row[3], row[4], row[10], row[11], row[12]))
+        record = quick_record_status(head, self._checking_key(), as_int(row[5]), row[13], row[14])
+        return row_to_summary(row, record)
 
     def export_jsonl(self, run_id: str, out: IO[str]) -> int:
         """Write the run's events to `out`, one canonical JSON object per line; returns
@@ -274,12 +318,14 @@ class RunStore:
         Raises UnknownRun if no such run; every other defect is reported in `problems`,
         each naming the seq (or the runs row) it concerns.
         """
+        key = self._checking_key()
         with self._read() as conn:
             full_id = _resolve(conn, run_id)
-            run_row = conn.execute(
-                "SELECT task_id, created_at, meta, head_seq, head_hash FROM runs WHERE run_id = ?",
-                (full_id,),
-            ).fetchone()
+            head = HeadRow.of(
+                conn.execute(
+                    f"SELECT {HEAD_COLUMNS} FROM runs WHERE run_id = ?", (full_id,)
+                ).fetchone()
+            )
             rows = [
                 row_to_stored(row)
                 for row in conn.execute(
@@ -288,10 +334,13 @@ class RunStore:
                 )
             ]
         problems, checked = check_chain(full_id, rows)
-        head_seq, head_hash = as_int(run_row[3]), str(run_row[4])
-        problems.extend(check_head(rows, head_seq, head_hash))
-        problems.extend(check_run_row(rows, str(run_row[0]), str(run_row[1]), str(run_row[2])))
-        result = VerifyResult(run_id=full_id, ok=not problems, checked=checked, problems=problems)
+        problems.extend(check_head(rows, head.head_seq, head.head_hash))
+        problems.extend(check_run_row(rows, head.task_id, head.created_at, head.meta_text))
+        mac, unauthenticated = check_mac(head, key, self._key_path)
+        problems.extend(unauthenticated)
+        result = VerifyResult(
+            run_id=full_id, ok=not problems, checked=checked, problems=problems, mac=mac
+        )
         if not result.ok:
             log.warning("store.verify_failed", run_id=full_id, problems=len(problems))
         return result
@@ -348,6 +397,7 @@ class RunStore:
 
 def _append_locked(
     conn: sqlite3.Connection,
+    key: RecordKey,
     run_id: str,
     kind: EventKind,
     payload: dict[str, Any],
@@ -355,13 +405,22 @@ def _append_locked(
     round_: int,
     at: str | None = None,
 ) -> Event:
-    """Append inside an open write transaction: read head, insert, move head."""
-    head = conn.execute(
-        "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    if head is None:
+    """Append inside an open write transaction: read and authenticate the head, insert,
+    move the head and its MAC.
+
+    A head that does not authenticate is never extended: re-MACing it would make a
+    forged head (or a legacy, unauthenticated run) look as if this key had written it.
+    """
+    found = conn.execute(f"SELECT {HEAD_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if found is None:
         raise UnknownRun(f"unknown run {run_id!r}")
-    seq, prev_hash = int(head[0]) + 1, str(head[1])
+    head = HeadRow.of(found)
+    if head.head_seq != 0 or head.head_mac is not None:
+        status = mac_status(head, key)
+        if status != "ok":
+            _, why = check_mac(head, key, key.path)
+            raise StoreError(f"run {run_id}: not extended: {why[0]}")
+    seq, prev_hash = head.head_seq + 1, head.head_hash
     stamp = at or utc_now_iso()
     digest = event_hash(
         run_id=run_id,
@@ -376,8 +435,19 @@ def _append_locked(
         f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (run_id, seq, str(kind), round_, stamp, canonical_json(payload), prev_hash, digest),
     )
+    moved = HeadRow(
+        run_id=run_id,
+        task_id=head.task_id,
+        created_at=head.created_at,
+        meta_text=head.meta_text,
+        head_seq=seq,
+        head_hash=digest,
+        head_mac=None,
+        key_id=key.key_id,
+    )
     conn.execute(
-        "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?", (seq, digest, run_id)
+        "UPDATE runs SET head_seq = ?, head_hash = ?, head_mac = ?, key_id = ? WHERE run_id = ?",
+        (seq, digest, key.mac(moved.message()), key.key_id, run_id),
     )
     return Event(
         run_id=run_id,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from budgets.clamp import clamp
-from budgets.ledger import BudgetLedger
+from budgets.ledger import BudgetLedger, Pool
 from envelopes.declarations import BudgetKind, Objective, Rubric, State
 from envelopes.declarations.rubric import Criterion as RubricRow
 from envelopes.isolation import wrap_untrusted
@@ -180,6 +180,13 @@ class Orchestrator:
         self.store.append(self.run_id, kind, payload, round=self.state.round)
         self.progress(str(kind), payload)
 
+    def allow(self, what: str, allowed_s: float | None, **detail: Any) -> None:
+        """Record, before a call, command or grading starts, how long it may take. If the
+        process dies inside it, the record ends here and a resume charges the whole
+        allowance (the wall time actually spent cannot be known after a kill)."""
+        allowed = None if allowed_s is None else round(float(allowed_s), 6)
+        self.record(EventKind.ALLOWANCE, {"for": what, "allowed_s": allowed, **detail})
+
     def committed(self, entry: StatusEntry) -> None:
         self.record(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
 
@@ -283,6 +290,9 @@ class Orchestrator:
             max_output_tokens=fit.max_output,
             timeout_s=min(fit.time_left or DEFAULT_CALL_TIMEOUT_S, DEFAULT_CALL_TIMEOUT_S),
         )
+        # Recorded under the round before (a call that never happens, e.g. the scripted
+        # agent has ended, leaves the round unasserted; rounds in the record never go back).
+        self.allow("model_call", request.timeout_s, for_round=upcoming)
         # The round's declarations count as asserted once the call is made with them.
         self.state.round = upcoming
         self.state.runtime_lines += asserted
@@ -392,6 +402,9 @@ class Orchestrator:
         running with the gaps as feedback, stopped for budget, or the run ends
         unverified at claimed_complete."""
         r = self.state.round
+        # A grading is bounded by the time the audit may still spend (each check and
+        # grader call is clamped to it); without a time budget there is nothing to charge.
+        self.allow("grading", self.ledger.room(BudgetKind.TIME, Pool.AUDIT))
         report = await self.grader.grade(claims_from_proposals(self.state.proposals))
         action = report.action
         applied = action in ("verify", "revise")
@@ -462,10 +475,13 @@ class Orchestrator:
             if time_left is not None
             else DEFAULT_TOOL_TIMEOUT_S
         )
+        timeout = max(timeout, 0.001)
+        if call.name == "run_command":  # the one tool that can take long
+            self.allow("run_command", timeout, call_id=call.id)
         # In a worker thread: a command may run for minutes, and the other tasks of a
         # batch share this event loop; their time budgets must not pay for it.
         result = await asyncio.to_thread(
-            dispatch, self.workspace, call, timeout_s=max(timeout, 0.001), sandbox=self.sandbox
+            dispatch, self.workspace, call, timeout_s=timeout, sandbox=self.sandbox
         )
         self.record(
             EventKind.TOOL_CALL,

@@ -47,6 +47,9 @@ def live_progress(console: Console) -> Progress:
             call = data.get("call", {})
             mark = "[green]ok[/]" if data.get("ok") else "[red]error[/]"
             console.print(f"  [dim]tool[/] {escape(str(call.get('name')))} {mark}")
+        elif kind == "note" and isinstance(data.get("resumed"), dict):
+            for note in data["resumed"].get("notes") or []:
+                console.print(f"  [yellow]note[/] {escape(str(note))}")
         elif kind == "grader_result":
             style = "green" if data.get("verdict") == "verified_complete" else "yellow"
             results = ", ".join(

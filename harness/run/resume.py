@@ -1,28 +1,40 @@
 """`ilh run --resume RUN`: continue a recorded run from its last committed state.
 
 Everything is rebuilt from the run record, and nothing in it is trusted unchecked: the
-record must verify (hash chain and head), and the status history must replay lawfully
-through the §4 machine (`Lifecycle.restore`).
+record must verify (hash chain, head and the head's MAC), and the status history must
+replay lawfully through the §4 machine (`Lifecycle.restore`). The task, a scripted
+agent's turns and the model endpoint are the ones recorded when the run started
+(`harness.run.recorded`): files on disk are never re-read, flags change the endpoint only
+when given again, and every difference is a note.
+
+Time after a kill errs high: a run cut inside a model call, a command or a grading is
+charged that call's whole allowance, on top of the time up to its last event.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from budgets.ledger import BudgetLedger
+from budgets.ledger import BudgetLedger, Pool
 from envelopes.declarations import Budget
 from harness.context.agent import Segment, tool_result_segment
 from harness.enforce.lifecycle import IllegalTransition, Lifecycle, StatusEntry
 from harness.enforce.provenance import Provenance
 from harness.inputs.errors import InputError
-from harness.inputs.task_file import Task, load_task
+from harness.inputs.task_file import Task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.events import Event, EventKind
 from harness.record.results import ProposalRow, RunResult, ViolationRow
 from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, RunState, no_progress
+from harness.run.recorded import (
+    ENDPOINT_NOTE,
+    chosen_endpoint,
+    rebuilt_script,
+    rebuilt_task,
+    recorded_endpoint,
+)
 from harness.run.setup import (
     budgets_of,
     client_for,
@@ -50,10 +62,19 @@ def recorded_budgets(task: Task, rows: list[dict[str, Any]]) -> list[Budget]:
     return rebuilt
 
 
+#: The NOTE payload key a resume writes: the ledger as rebuilt (budget rows, a new base
+#: for the next resume, so the time the run lay dead is never charged), the endpoint used
+#: and the notes.
+RESUMED_NOTE = "resumed"
+
+
 def _budget_rows(event: Event) -> list[dict[str, Any]] | None:
-    """The budget rows an event carries: a snapshot's, or the budgets of a run's result."""
+    """The budget rows an event carries: a snapshot's, a resume's, or the budgets of a
+    run's result."""
     if event.kind is EventKind.BUDGET_SNAPSHOT:
         rows = event.payload.get("budgets")
+    elif event.kind is EventKind.NOTE and isinstance(event.payload.get(RESUMED_NOTE), dict):
+        rows = event.payload[RESUMED_NOTE].get("budgets")
     elif event.kind is EventKind.RUN_ENDED:
         result = event.payload.get("result")
         rows = result.get("budgets") if isinstance(result, dict) else None
@@ -68,6 +89,25 @@ def _seconds_between(first: Event, later: Event) -> float:
     except ValueError:
         return 0.0
     return max(0.0, gap)
+
+
+def open_allowance(events: list[Event]) -> Event | None:
+    """The allowance the record ends inside: the last `allowance` event when nothing but
+    model attempts (retries of that very call) follow it. The process died during that
+    call, command or grading, at a moment the record cannot tell."""
+    for event in reversed(events):
+        if event.kind is EventKind.ALLOWANCE:
+            return event
+        if event.kind is not EventKind.MODEL_ATTEMPT:
+            return None
+    return None
+
+
+def _allowed_seconds(event: Event) -> float:
+    allowed = event.payload.get("allowed_s")
+    if isinstance(allowed, bool) or not isinstance(allowed, int | float):
+        return 0.0
+    return float(allowed) if allowed > 0 and allowed != float("inf") else 0.0
 
 
 def _count(value: object) -> int:
@@ -88,22 +128,29 @@ def resumed_ledger(task: Task, events: list[Event]) -> BudgetLedger:
     reply's `model_call` is in the record but the round's `budget_snapshot` is not. Taking
     the last snapshot alone would forget that call (its round and its tokens), and a run
     killed and resumed again and again could then call the model without end. Fail
-    closed: start from the latest rows (a snapshot, or the result of a run that ended),
-    then charge every model call, failed call and grading recorded after them, and the
-    wall time between those rows and the last event.
+    closed: start from the latest rows (a snapshot, a resume's, or the result of a run
+    that ended), then charge every model call, failed call and grading recorded after
+    them, the wall time between those rows and the last event, and, when the record ends
+    inside an allowance (killed during a model call, a command or a grading), all of it.
     """
     base_at = next(
         (i for i in range(len(events) - 1, -1, -1) if _budget_rows(events[i]) is not None), None
     )
     if base_at is None:
         ledger = BudgetLedger(budgets_of(task))
-        after = events
+        after = events[1:]
+        if after:  # nothing was snapshotted yet: the time since the run started
+            ledger.charge_time(_seconds_between(events[0], after[-1]))
     else:
         base = events[base_at]
         ledger = BudgetLedger(recorded_budgets(task, _budget_rows(base) or []))
         after = events[base_at + 1 :]
         if after:
             ledger.charge_time(_seconds_between(base, after[-1]))
+    cut = open_allowance(after)
+    if cut is not None:
+        pool = Pool.AUDIT if cut.payload.get("for") == "grading" else Pool.WORK
+        ledger.charge_time(_allowed_seconds(cut), pool=pool)
     for event in after:
         payload = event.payload
         if event.kind is EventKind.MODEL_CALL:
@@ -183,8 +230,9 @@ async def resume_run(
     grader_model: str | None = None,
     sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> RunResult:
-    """`model`/`grader_model` override what the run was started with (the record's
-    meta); a run started with a grader model is graded by it again when resumed."""
+    """`model`, `options.base_url` and `grader_model` change the recorded endpoint only
+    when given (each change is a note); otherwise the run goes on against the model,
+    server and grader it was started with."""
     run_id = store.resolve_run_id(run_ref)
     check = store.verify(run_id)
     if not check.ok:
@@ -194,11 +242,11 @@ async def resume_run(
             "the run record fails verification; not resumed: " + "; ".join(check.problems[:3]),
         )
     events = store.events(run_id)
-    meta = events[0].payload.get("meta", {})
-    task_file = meta.get("task_file")
-    if not task_file:
-        raise InputError(run_ref, "E500", "the record names no task file to resume from")
-    task = load_task(Path(task_file))
+    started = events[0].payload
+    meta = started.get("meta", {})
+    inputs = started.get("inputs")
+    rebuilt = rebuilt_task(run_ref, inputs if isinstance(inputs, dict) else {})
+    task = rebuilt.task
     entries = [
         StatusEntry.model_validate(e.payload) for e in events if e.kind is EventKind.STATE_CHANGE
     ]
@@ -208,16 +256,37 @@ async def resume_run(
         raise InputError(
             run_ref, "E303", f"the recorded history is not lawful; not resumed: {err}"
         ) from None
+    recorded = recorded_endpoint(meta, events, model_uri(task, None))
+    endpoint, changes = chosen_endpoint(recorded, model, options.base_url, grader_model)
+    script = (
+        rebuilt_script(run_ref, inputs if isinstance(inputs, dict) else {}, task, endpoint.model)
+        if endpoint.model == recorded.model
+        else None
+    )
+    notes = [*rebuilt.notes, *(script.notes if script else []), *changes]
     state = replayed_state(events)
     answer_interrupted_calls(state.history)
     state.notes.append(f"resumed from the record at round {state.round}")
+    state.notes += notes
     ledger = resumed_ledger(task, events)
-    uri = model or meta.get("model") or model_uri(task, None)
-    client = client_for(uri, task, start=state.model_calls, options=options)
-    grader_client = grader_client_for(grader_model or meta.get("grader_model"), task, options)
+    chosen = options.model_copy(update={"base_url": endpoint.base_url})
+    client = client_for(
+        endpoint.model,
+        task,
+        start=state.model_calls,
+        options=chosen,
+        script=script.script if script else None,
+    )
+    grader_client = grader_client_for(endpoint.grader_model, task, chosen)
     workspace_dir = store.path.parent / "runs" / run_id / "workspace"
     if not workspace_dir.is_dir():
         raise InputError(run_ref, "E500", f"the run's workspace {workspace_dir} is gone")
+    resumed = {
+        RESUMED_NOTE: {"budgets": ledger.rows_json(state.round), "notes": notes},
+        ENDPOINT_NOTE: endpoint.record(),
+    }
+    store.append(run_id, EventKind.NOTE, resumed, round=state.round)
+    progress(str(EventKind.NOTE), resumed)
     orchestrator = Orchestrator(
         task=task,
         client=client,

@@ -3,6 +3,7 @@ and the model client named by a model URI."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,11 +14,12 @@ from harness.inputs.errors import InputError
 from harness.inputs.task_file import Task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.models.interface import ModelClient
-from harness.models.scripted import ScriptedClient
+from harness.models.scripted import ScriptedClient, ScriptedTurn
 from harness.record.events import EventKind
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, no_progress
+from harness.run.recorded import start_inputs
 from harness.workspace.folder import Workspace, WorkspaceError
 from harness.workspace.sandbox import (
     CONFINED,
@@ -65,18 +67,22 @@ def client_for(
     start: int = 0,
     options: ClientOptions = NO_OPTIONS,
     flag: str = "--model",
+    script: Sequence[ScriptedTurn] | None = None,
 ) -> ModelClient:
     """The client a model URI names (DESIGN §5). `start`: turns a scripted agent has
     already spoken (resume). `options`: --base-url for the providers, and --record,
     which wraps whatever client this is in a recorder. `flag`: where the URI came from,
-    for the error message."""
+    for the error message. `script`: a scripted agent's turns as the run record kept
+    them (resume), instead of its file."""
     scheme, _, rest = uri.partition(":")
     if scheme not in MODEL_SCHEMES or not rest:
         raise InputError(flag, "E303", f"not a model URI: {uri!r} ({', '.join(MODEL_SCHEMES)})")
     client: ModelClient
     # Provider modules are imported here, not at the top: each SDK takes about two
     # seconds to import, which `ilh lint` and scripted runs should not pay.
-    if scheme == "scripted":
+    if scheme == "scripted" and script is not None:
+        client = ScriptedClient(list(script), f"scripted:{Path(rest).name}", start)
+    elif scheme == "scripted":
         client = ScriptedClient.from_file(task.resolve(rest), start=start)
     elif scheme == "replay":
         from harness.models.clients.replay import ReplayClient
@@ -99,6 +105,24 @@ def client_for(
 
         client = RecordingClient(client, options.record)
     return client
+
+
+def effective_base_url(uri: str, options: ClientOptions) -> str | None:
+    """The server a provider model is reached at: --base-url, else the provider's
+    environment variable (what the SDK would use), else None (the provider's own). The
+    record keeps it, so a resume never silently moves to another endpoint."""
+    if options.base_url:
+        return options.base_url
+    scheme = uri.partition(":")[0]
+    if scheme == "openai":
+        from harness.models.clients.openai_client import BASE_URL_ENV as OPENAI_URL_ENV
+
+        return os.environ.get(OPENAI_URL_ENV) or None
+    if scheme == "anthropic":
+        from harness.models.clients.anthropic_client import BASE_URL_ENV as ANTHROPIC_URL_ENV
+
+        return os.environ.get(ANTHROPIC_URL_ENV) or None
+    return None
 
 
 def replay_path(rest: str, task: Task) -> Path:
@@ -162,14 +186,19 @@ async def run_task(
     lifecycle = lifecycle_of(task)
     ledger = BudgetLedger(budgets_of(task))
     policy = sandbox_policy(task, sandbox)
+    inputs = start_inputs(task, client)
     run_id = store.create_run(
         task.id,
         {
             "task_file": str(task.source) if task.source else None,
+            "task_sha256": inputs["task"]["sha256"],
+            # The endpoint as a resume must reuse it (harness.run.recorded).
             "model": uri,
+            "base_url": effective_base_url(uri, options),
             "grader_model": grader_model,
             "sandbox": sandbox_report(policy),
         },
+        inputs=inputs,
     )
     workspace = workspace_for(store, run_id, task)
     for entry in lifecycle.history:
