@@ -72,11 +72,6 @@ class RunnerCall(BaseModel):
         return " ".join([head, *(shlex.quote(a) for a in self.args)])
 
 
-def mentions_checks(text: str) -> bool:
-    """Does a command (or runner argument) refer to the hidden checks folder?"""
-    return bool(_CHECKS_REF.search(text)) or "/ilh-checks" in text
-
-
 def expand_checks(text: str, checks_path: str) -> str:
     return _CHECKS_REF.sub(lambda _: checks_path, text)
 

@@ -15,6 +15,9 @@ from click.testing import CliRunner
 from graders.baseline import is_test_file
 from harness.cli.main import ilh
 from harness.grading.tree import build_tree, named_paths
+from harness.inputs.task_file import load_task
+from harness.record.store import RunStore
+from harness.run.setup import grading_sources
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -214,6 +217,26 @@ def test_named_paths() -> None:
         "tests/test_a.py",
     }
     assert "../up.py" not in named_paths(["python ../up.py /abs.py"])
+
+
+def test_the_snapshot_is_taken_once_and_outlives_edits_to_the_task_folder(
+    tmp_path: Path,
+) -> None:
+    """A resumed run grades against the snapshot of the run's start, not the template
+    as it is now (an agent that reached the task folder could have rewritten it)."""
+    folder = tmp_path / "task"
+    shutil.copytree(EXAMPLES / "hidden_checks", folder)
+    task = load_task(folder / "task.toml")
+    with RunStore(tmp_path / "runs.db") as store:
+        run_id = store.create_run(task.id)
+        first = grading_sources(store, run_id, task)
+        (folder / "workspace" / "test_fizz.py").write_text("# rewritten\n")
+        (folder / "checks" / "test_hidden.py").write_text("# rewritten\n")
+        again = grading_sources(store, run_id, task)
+    assert first == again and first.template is not None and first.checks is not None
+    assert "FizzBuzzTest" in (first.template / "test_fizz.py").read_text()
+    assert "HiddenFizzBuzzTest" in (first.checks / "test_hidden.py").read_text()
+    assert first.template.parent.parent.name == run_id  # in the run's folder
 
 
 def run(tmp_path: Path, task: Path) -> tuple[int, dict[str, Any]]:

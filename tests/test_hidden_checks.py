@@ -47,6 +47,7 @@ def test_the_agent_cannot_see_the_hidden_checks_and_special_casing_fails(
     rows = {c["id"]: c for c in grader["criteria"]}
     assert rows["tests"]["result"] == "pass" and rows["rules"]["result"] == "fail"
     assert rows["rules"]["detail"] == "hidden check: fail"
+    assert not any(secret in json.dumps(grader) for secret in SECRETS)  # --json too
 
     # Its `ls`/`cat` of the checks found nothing: not mounted, no variable, no task folder.
     looked = next(e for e in events if e.kind == EventKind.TOOL_CALL)
@@ -101,6 +102,7 @@ def test_ilh_grade_runs_the_hidden_checks(tmp_path: Path) -> None:
     rows = {c["id"]: c for c in report["criteria"]}
     assert code == 1 and rows["rules"] == {**rows["rules"], "result": "fail"}
     assert rows["rules"]["detail"] == "hidden check: fail"
+    assert not any(secret in json.dumps(report) for secret in SECRETS)  # --json too
 
 
 @pytest.mark.parametrize(

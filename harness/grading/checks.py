@@ -68,7 +68,8 @@ class CheckRunner:
         self.changes: list[TreeChanges] = []
 
     def __call__(self, criterion: GradingCriterion, timeout_s: float) -> RunnerOutcome:
-        scratch = Path(tempfile.mkdtemp(prefix="ilh-grade-"))
+        # Resolved: the runner reports real paths, matched against the tree's.
+        scratch = Path(tempfile.mkdtemp(prefix="ilh-grade-")).resolve()
         try:
             return self._check(criterion, timeout_s, scratch)
         finally:
