@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from graders.baseline import is_test_file
 from harness.cli.main import ilh
-from harness.grading.tree import build_tree, named_paths
+from harness.grading.tree import build_tree, check_scripts, runner_paths
 from harness.inputs.task_file import load_task
 from harness.record.store import RunStore
 from harness.run.setup import grading_sources
@@ -58,10 +58,10 @@ def pair(tmp_path: Path) -> tuple[Path, Path]:
     return template, work
 
 
-def tree_of(pair: tuple[Path, Path], *commands: str) -> tuple[Path, Any]:
+def tree_of(pair: tuple[Path, Path], *named: str) -> tuple[Path, Any]:
     template, work = pair
     dest = work.parent / "tree"
-    changes = build_tree(work, template, dest, commands)
+    changes = build_tree(work, template, dest, named)
     return dest, changes
 
 
@@ -182,7 +182,7 @@ def test_files_a_check_names_are_restored(pair: tuple[Path, Path]) -> None:
     (work / "verify").mkdir()
     (work / "verify" / "case.py").write_text("fake case\n")
     (work / "verify" / "extra.py").write_text("added\n")
-    tree, _ = tree_of(pair, "sh check.sh", "verify/")
+    tree, _ = tree_of(pair, *check_scripts("sh check.sh"), *runner_paths(["-q", "verify/"]))
     assert (tree / "check.sh").read_text() == "real check\n"
     assert (tree / "verify" / "case.py").read_text() == "real case\n"
     assert not (tree / "verify" / "extra.py").exists()
@@ -210,13 +210,31 @@ def test_without_a_template_only_bytecode_and_path_files_go(tmp_path: Path) -> N
     assert files(tmp_path / "tree") == {"conftest.py"}
 
 
-def test_named_paths() -> None:
-    assert named_paths(["python check.py --x=a/b.txt", "pytest tests/test_a.py::test_b"]) >= {
-        "check.py",
-        "a/b.txt",
-        "tests/test_a.py",
+@pytest.mark.parametrize(
+    ("command", "scripts"),
+    [
+        ("sh check.sh", {"check.sh"}),
+        ("./run_checks", {"run_checks"}),
+        ("bash -e scripts/verify.sh --strict", {"scripts/verify.sh"}),
+        ("python verify_output.py", {"verify_output.py"}),
+        ("node test/run.js", {"test/run.js"}),
+        ("python slug.py 'Hello'", set()),  # the agent's deliverable, graded as written
+        ("python -m slug x", set()),
+        ("python -c 'print(1)'", set()),
+        ("test -f README.md", set()),
+        ("sh ../outside.sh", set()),
+    ],
+)
+def test_check_scripts(command: str, scripts: set[str]) -> None:
+    assert check_scripts(command) == scripts
+
+
+def test_runner_paths() -> None:
+    assert runner_paths(["-q", "tests/", "/workspace/a.py", "b.py::test_x", "../up", "/abs"]) == {
+        "tests",
+        "a.py",
+        "b.py",
     }
-    assert "../up.py" not in named_paths(["python ../up.py /abs.py"])
 
 
 def test_the_snapshot_is_taken_once_and_outlives_edits_to_the_task_folder(

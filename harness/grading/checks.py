@@ -46,7 +46,14 @@ from graders.runners import (
     unittest_args,
 )
 from graders.tool_checks import RunnerOutcome
-from harness.grading.tree import GradingSources, TreeChanges, TreeError, build_tree
+from harness.grading.tree import (
+    GradingSources,
+    TreeChanges,
+    TreeError,
+    build_tree,
+    check_scripts,
+    runner_paths,
+)
 from harness.workspace.commands import run_shell
 from harness.workspace.sandbox import SANDBOX_WORKDIR, Mount, SandboxPolicy
 
@@ -84,14 +91,16 @@ class CheckRunner:
         root = SANDBOX_WORKDIR if confined else str(tree)
         checks = self.sources.checks if criterion.hidden else None
         checks_at = (CHECKS_MOUNT if confined else str(checks)) if checks is not None else None
-        words = [w for w in (criterion.run, criterion.pytest, criterion.unittest) if w]
+        call = self._runner_call(criterion, checks_at)
+        # What the check names, restored from the template: a runner's paths, or the
+        # script a free command runs.
+        named = runner_paths(call.args) if call is not None else check_scripts(criterion.run or "")
         try:
-            changes = build_tree(self.workspace, self.sources.template, tree, words)
+            changes = build_tree(self.workspace, self.sources.template, tree, named)
         except TreeError as exc:
             raise OSError(str(exc)) from exc
         self.changes.append(changes)
 
-        call = self._runner_call(criterion, checks_at, tree)
         env = {CHECKS_VARIABLE: checks_at} if checks_at is not None else {}
         mounts: list[Mount] = []
         if checks is not None and confined:
@@ -148,9 +157,7 @@ class CheckRunner:
             runner=call.kind,
         )
 
-    def _runner_call(
-        self, criterion: GradingCriterion, checks_at: str | None, tree: Path
-    ) -> RunnerCall | None:
+    def _runner_call(self, criterion: GradingCriterion, checks_at: str | None) -> RunnerCall | None:
         def expand(text: str) -> str:
             return expand_checks(text, checks_at) if checks_at is not None else text
 
@@ -159,8 +166,9 @@ class CheckRunner:
         if criterion.unittest is not None:
             target = expand(criterion.unittest)
             at = CHECKS_MOUNT if self.sandbox.confined else str(self.sources.checks)
-            base = self.sources.template or tree
-            folder = _is_folder(target, {at: self.sources.checks}, base)
+            folder = _is_folder(
+                target, {at: self.sources.checks}, self.sources.template or self.workspace
+            )
             return RunnerCall(kind="unittest", args=unittest_args(target, folder))
         if criterion.run is not None:
             return runner_call(criterion.run, checks_at)

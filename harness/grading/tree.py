@@ -21,8 +21,9 @@ only when they stay inside it, dereferenced):
    the folders a test run puts on the import path (the root, and every folder holding
    one of the template's test files), any module or package whose name is a standard
    module or an installed one (`iniconfig/`, `unittest.py`, `json.py`…);
-3. restored from the template: every test file, every runner configuration file, and
-   every file or folder a check's command names (`python check.py`, `pytest verify/`):
+3. restored from the template: every test file, every runner configuration file, every
+   file or folder a test runner's arguments name (`pytest verify/`) and the check script
+   a free command runs (`sh check.sh`, `python verify.py`: see `check_scripts`):
    the template's bytes, whatever the agent made of them. A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
    `[tool.coverage…]`, `[tool.tox]`) equal the template's; otherwise the template's file
@@ -41,12 +42,13 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import os
+import re
 import shlex
 import shutil
 import stat
 import sys
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
@@ -242,59 +244,89 @@ def _runner_tables(path: Path) -> dict[str, object] | None:
     return {k: tool[k] for k in RUNNER_TABLES if k in tool}
 
 
-def named_paths(commands: Iterable[str]) -> set[str]:
-    """Relative paths a check's command (or runner arguments) names: its words that
-    look like paths (`check.py`, `verify/`, `/workspace/x.sh`)."""
+_INTERPRETERS = re.compile(r"^(?:.*/)?(?:sh|bash|zsh|dash|python[0-9.]*|node|ruby|perl)$")
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".rb", ".pl")
+_CHECK_SCRIPT = re.compile(r"^(?:check|verify|grade|run_tests|runtests)", re.IGNORECASE)
+
+
+def _relative(word: str) -> str | None:
+    if word.startswith("/workspace/"):
+        word = word[len("/workspace/") :]
+    if not word or word.startswith(("-", "/")):
+        return None
+    pure = PurePosixPath(word.split("::")[0])
+    if ".." in pure.parts or not pure.parts:
+        return None
+    return pure.as_posix()
+
+
+def check_scripts(command: str) -> set[str]:
+    """The script a free command runs as its program — its first word (`./check.sh`),
+    or the first word after an interpreter (`sh check.sh`, `python verify.py`) — when it
+    looks like a check script: a shell, JavaScript, Ruby or Perl script, a file without
+    a suffix, or a Python file named `check…`, `verify…`, `grade…`, `run_tests…`. A
+    Python module a check runs otherwise (`python slug.py`) is the agent's work, graded
+    as written; a check script that must never change belongs in the hidden checks."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return set()
+    if not words:
+        return set()
     found: set[str] = set()
-    for command in commands:
-        try:
-            words = shlex.split(command)
-        except ValueError:
-            words = command.split()
-        for word in words:
-            for part in word.split("="):
-                part = part.split("::")[0]
-                if part.startswith("/workspace/"):
-                    part = part[len("/workspace/") :]
-                if not part or part.startswith(("-", "/")):
-                    continue
-                pure = PurePosixPath(part)
-                if ".." in pure.parts or not pure.parts:
-                    continue
-                found.add(pure.as_posix())
+    program = words[0]
+    if "/" not in program and not _INTERPRETERS.match(program):
+        return found  # a program looked up on PATH (`test`, `make`), not a file of the tree
+    if _INTERPRETERS.match(program):
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        if not rest or "-c" in words or "-m" in words:  # inline code, or a module
+            return found
+        program = rest[0]
+    rel = _relative(program)
+    if rel is None:
+        return found
+    name = PurePosixPath(rel).name
+    if (
+        name.endswith(_SCRIPT_SUFFIXES)
+        or "." not in name
+        or (name.endswith(".py") and _CHECK_SCRIPT.match(name))
+    ):
+        found.add(rel)
     return found
+
+
+def runner_paths(args: Iterable[str]) -> set[str]:
+    """The files and folders a test runner's arguments name (`tests/`, `test_a.py`)."""
+    return {rel for word in args if (rel := _relative(word)) is not None}
 
 
 def build_tree(
     workspace: Path,
     template: Path | None,
     dest: Path,
-    commands: Sequence[str] = (),
+    named: Iterable[str] = (),
 ) -> TreeChanges:
     """Build the grading tree of one check at `dest` (which must not exist); see the
-    module docstring for the rule. `commands`: the check's command or runner arguments
-    (for the files it names)."""
+    module docstring for the rule. `named`: the workspace-relative files and folders the
+    check names (`check_scripts`, `runner_paths`), restored from the template."""
     try:
         skipped = _copy_workspace(workspace, dest)
         if template is None:
             return TreeChanges(skipped=tuple(skipped))
-        return _apply_template(template.resolve(strict=True), dest, commands, skipped)
+        return _apply_template(template.resolve(strict=True), dest, set(named), skipped)
     except TreeError:
         raise
     except (OSError, RuntimeError, ValueError) as exc:
         raise TreeError(f"the grading tree could not be built: {exc}") from exc
 
 
-def _apply_template(
-    template: Path, dest: Path, commands: Sequence[str], skipped: list[str]
-) -> TreeChanges:
+def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[str]) -> TreeChanges:
     template_files = set(_files(template))
     template_entries = template_files | {
         PurePosixPath(f).parents[i].as_posix()
         for f in template_files
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
-    named = named_paths(commands)
     named_dirs = {n for n in named if (template / n).is_dir()}
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
