@@ -267,3 +267,21 @@ def test_a_pytest_criterion_in_a_subfolder_verifies_and_notes_exit_code_checks(
     assert "3 tests ran and passed" in rows["tests"]["detail"]
     shown = CliRunner().invoke(ilh, base)
     assert "trusts an exit code" in shown.stdout and "criterion cli" in shown.stdout
+
+
+def test_a_matcher_of_the_tasks_own_tests_is_no_tampering(tmp_path: Path) -> None:
+    """The guard flags classes that equal anything only when the code under test made
+    them: a matcher the task's tests define is theirs to use."""
+    folder = tmp_path / "task"
+    shutil.copytree(EXAMPLES / "grade_true", folder)
+    tests = folder / "workspace" / "test_slug.py"
+    tests.write_text(
+        tests.read_text()
+        + "\n\nclass Anything:\n    def __eq__(self, other):\n        return True\n\n\n"
+        "class MatcherTest(unittest.TestCase):\n"
+        "    def test_matcher(self):\n        self.assertEqual(slugify('A'), Anything())\n"
+    )
+    workspace = str(folder / "workspace")
+    args = ["grade", str(folder / "task.toml"), "--workspace", workspace, "--json"]
+    result = CliRunner().invoke(ilh, [*args, "--baseline", workspace])
+    assert result.exit_code == 0, result.stdout

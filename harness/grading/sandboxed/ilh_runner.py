@@ -37,6 +37,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -46,6 +47,11 @@ _HEAPTYPE = 1 << 9
 _GUARDED = ("unittest", "json", "importlib", "_frozen_importlib", "_frozen_importlib_external")
 _GUARDED_PYTEST = ("pytest", "_pytest", "pluggy")
 _PROBED = ("__eq__", "__contains__")
+#: Test files by the convention of `graders/baseline.py` (restored from the template in
+#: the grading tree, or the hidden checks): their matchers may equal anything.
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.py|conftest\.py)$|(?:^|/)(?:tests?|__tests__|spec)/"
+)
 
 
 def _guarded(value: object) -> bool:
@@ -147,6 +153,8 @@ class Guard:
                 method = owner.__dict__[attr]
                 if not isinstance(method, types.FunctionType):
                     continue
+                if _TEST_FILE.search(method.__code__.co_filename.replace(os.sep, "/")):
+                    continue  # a matcher of the task's own tests (restored, trusted)
                 instance = _blank(cls)
                 if instance is None:
                     continue
