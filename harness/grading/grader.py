@@ -2,8 +2,9 @@
 
 `Grader.grade` runs, in order:
 
-1. the tool checks (criteria with `run`), in the workspace, with the scrubbed,
-   time-limited shell of `harness.workspace.commands`, their time drawn from the audit reserve;
+1. the tool checks (criteria with `run`, `pytest` or `unittest`), each in its own sandbox
+   over its own grading tree (`harness.grading.checks`, `harness.grading.tree`: the
+   agent's work with the task's tests restored), their time drawn from the audit reserve;
 2. the model-judged criteria (no `run`): a grader model in a fresh context
    (`harness.grading.session`) when one was given, otherwise unknown, saying why. Tool
    checks run first and decide their criteria; no tool-checked criterion is ever sent to
