@@ -78,6 +78,10 @@ def _deliverable(c: GradingCriterion) -> Deliverable:
     )
 
 
+#: What stands for a hidden check's output wherever a result is shown.
+HIDDEN_EVIDENCE = "(a hidden check: its output is kept in the run record only)"
+
+
 def _outcome(
     c: GradingCriterion, check: ToolCheck | None, verdict: ModelVerdict | None
 ) -> CriterionOutcome:
@@ -87,7 +91,9 @@ def _outcome(
             weight=c.weight,
             result=check.result,
             via="tool",
-            evidence=check.evidence_tail,
+            # A hidden check's output goes nowhere an agent could read it back (`--json`
+            # lands in CI logs and pull requests): only the run record keeps it.
+            evidence=HIDDEN_EVIDENCE if check.hidden else check.evidence_tail,
             detail=check.detail,
             cause=check.cause,
         )

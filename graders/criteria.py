@@ -37,19 +37,21 @@ UnknownCause = Literal[
     "grader_unsure",  # the grader model looked and found the evidence insufficient
     "check_error",  # the tool check could not be started (or had no command)
     "no_evidence",  # a pass without a deciding ::EVIDENCE item of result pass (audit step 2)
-    "tests_changed",  # the agent changed what the checks rely on (`graders.baseline`)
 ]
 
 #: Unknown causes the agent can do something about (more work, more evidence). The others
 #: are the grader's own limits: no amount of agent work resolves them in this run.
-AGENT_ACTIONABLE: frozenset[UnknownCause] = frozenset({"grader_unsure", "tests_changed"})
+AGENT_ACTIONABLE: frozenset[UnknownCause] = frozenset({"grader_unsure"})
 
 WEIGHT_TOLERANCE = 1e-9
 CRITERION_ID = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 
 
 class GradingCriterion(BaseModel):
-    """One rubric row: a deliverable and how it is checked."""
+    """One rubric row: a deliverable and how it is checked: a free command (`run`), a
+    test runner the harness runs itself (`pytest`, `unittest`: their arguments), or
+    neither (model-judged). `hidden`: the check uses the task's hidden checks folder;
+    the agent never sees its command, source or output."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -57,10 +59,28 @@ class GradingCriterion(BaseModel):
     weight: float = Field(ge=0, le=1)
     check: str = Field(min_length=1)
     run: str | None = Field(default=None, min_length=1)
+    pytest: str | None = Field(default=None, min_length=1)
+    unittest: str | None = Field(default=None, min_length=1)
+    hidden: bool = False
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Self:
+        if sum(v is not None for v in (self.run, self.pytest, self.unittest)) > 1:
+            raise ValueError("a criterion has at most one of run, pytest and unittest")
+        return self
 
     @property
     def tool_checked(self) -> bool:
-        return self.run is not None
+        return self.command is not None
+
+    @property
+    def command(self) -> str | None:
+        """The check as a command line, for people (None: model-judged)."""
+        if self.pytest is not None:
+            return f"pytest {self.pytest}"
+        if self.unittest is not None:
+            return f"python -m unittest {self.unittest}"
+        return self.run
 
 
 class GradingRubric(BaseModel):

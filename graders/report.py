@@ -93,6 +93,12 @@ class GradeReport(BaseModel):
     notes: tuple[str, ...] = ()
     context_lines: tuple[str, ...] = ()
     """The declarations the grader model's context held (empty when no model was called)."""
+    tree_changes: str = ""
+    """What the grading tree restored or removed from the agent's workspace (file names
+    the agent chose: untrusted, shown only in findings)."""
+    tampering: bool = False
+    """The agent changed the task's tests or runner configuration, or added a runner
+    hook (the grading tree undid it; recorded as a violation)."""
 
     # ------------------------------------------------------------------ verdict
     @property
@@ -185,13 +191,21 @@ class GradeReport(BaseModel):
         for o in self.audit.outcomes:
             if o.result == "pass":
                 continue
-            if o.via == "tool" and o.id in checks:
+            if o.via == "tool" and o.id in checks and checks[o.id].hidden:
+                how = f"hidden check: {o.result}"
+            elif o.via == "tool" and o.id in checks:
                 how = f"tool check: {checks[o.id].detail}"
             elif o.via == "model":
                 how = "judged by the grader model"
             else:
                 how = "nothing could decide it"
             lines.append(f"- {o.id} (weight {o.weight:g}): {o.result} ({how})")
+        if self.tampering:
+            lines.append(
+                "The task's test files or test-runner configuration were changed, or a "
+                "test-runner hook was added: the grader graded a copy of the workspace with "
+                "the task's versions restored and the hooks removed (the findings list them)."
+            )
         lines.append(
             "Fix the work, check it, and propose claimed_complete again only when the "
             "evidence in the workspace shows every criterion met."
@@ -206,10 +220,15 @@ class GradeReport(BaseModel):
             if o.result == "pass":
                 continue
             check = checks.get(o.id)
-            if check is not None and check.exit_code is not None:
+            if check is not None and check.hidden:
+                # A hidden check: never its command, its source or its output.
+                parts.append(f"## {o.id}: hidden check: {o.result}")
+            elif check is not None and check.exit_code is not None:
                 parts.append(f"## {o.id}: $ {check.command}\n{check.evidence_tail}")
             elif check is not None and check.output:
                 parts.append(f"## {o.id}: {o.detail}\n{check.evidence_tail}")
             elif o.detail:
                 parts.append(f"## {o.id}: {o.detail}")
+        if self.tree_changes:
+            parts.append(f"## the grading tree (what the checks ran over)\n{self.tree_changes}")
         return "\n\n".join(parts)

@@ -1,5 +1,7 @@
-"""Tool checks: a criterion with `run = "…"` is decided by running that command in the
-workspace (DESIGN §5: `/bin/sh -c`, exit 0 = pass).
+"""Tool checks: a criterion with `run = "…"` is decided by running that command over the
+grading tree (DESIGN §5: `/bin/sh -c`, exit 0 = pass); one with `pytest = "…"` or
+`unittest = "…"`, or a `run` that is one call of a known test runner, by the test
+runner's own report (`graders.runners`): there exit 0 alone is never a pass.
 
 The command runner is injected (the harness passes its scrubbed, time-limited
 `harness.workspace.commands.run_shell`, bound to the workspace): `graders` does not depend on
@@ -7,7 +9,8 @@ The command runner is injected (the harness passes its scrubbed, time-limited
 
 Results:
 
-* exit 0 within the time limit → pass;
+* exit 0 within the time limit → pass (a runner-aware check: the runner's report shows
+  every required test run and passed, and the process exited 0);
 * any other exit (a missing program too: the shell's 127), or a time-out with the full
   `DEFAULT_CHECK_TIMEOUT_S` → fail (a hanging check is the work's problem, and the agent
   can act on it);
@@ -31,6 +34,7 @@ from typing import Protocol, Self
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from graders.criteria import GradingCriterion, Result, UnknownCause
+from graders.runners import RunVerdict
 
 #: Longest a single check may run when no time budget limits it further.
 DEFAULT_CHECK_TIMEOUT_S = 120.0
@@ -53,8 +57,23 @@ class CommandOutcome(Protocol):
     def truncated(self) -> bool: ...
 
 
-Runner = Callable[[str, float], CommandOutcome]
-"""`runner(command, timeout_s)`: run one command in the workspace."""
+class RunnerOutcome(BaseModel):
+    """What the harness reports for a check it ran: the command's outcome, and, for a
+    runner-aware check, the verdict on the runner's report (None: exit-code semantics)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exit_code: int
+    output: str
+    timed_out: bool
+    duration_s: float
+    truncated: bool = False
+    verdict: RunVerdict | None = None
+    runner: str | None = None
+
+
+Runner = Callable[[GradingCriterion, float], CommandOutcome]
+"""`runner(criterion, timeout_s)`: run one criterion's check over the graded work."""
 
 TimeRoom = Callable[[], float | None]
 """Seconds the audit may still spend (None: no time budget)."""
@@ -75,6 +94,8 @@ class ToolCheck(BaseModel):
     duration_s: float = 0.0
     truncated: bool = False
     cause: UnknownCause | None = None
+    runner: str | None = None  # "pytest"/"unittest": decided by the runner's report
+    hidden: bool = False  # a hidden check: only its id, check text and result are shown
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -99,28 +120,18 @@ def _not_run(
 ) -> ToolCheck:
     return ToolCheck(
         criterion=criterion.id,
-        command=criterion.run or "",
+        command=criterion.command or "",
         result="unknown",
+        hidden=criterion.hidden,
         cause=cause,
         detail=f"not run: {why}",
         output=output,
     )
 
 
-def untrusted_checks(criteria: Sequence[GradingCriterion], listing: str) -> list[ToolCheck]:
-    """The checks, not run, when the agent changed what they rely on (`graders.baseline`).
-    The listing names files (agent-chosen names among them): it is output, never detail,
-    because details reach the agent as runtime text and outputs only as untrusted data."""
-    why = (
-        "test files of the task's workspace were changed or removed, or a test-runner hook "
-        "was added (the grader's findings list them); restore them and claim again"
-    )
-    return [_not_run(c, "tests_changed", why, listing) for c in criteria]
-
-
 def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) -> ToolCheck:
-    """Run one criterion's command; never raises."""
-    command = criterion.run
+    """Run one criterion's check; never raises."""
+    command = criterion.command
     if command is None:
         raise ValueError(f"criterion {criterion.id} has no tool check")
     if not command.strip():
@@ -133,11 +144,13 @@ def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) 
     clamped = room is not None and room < DEFAULT_CHECK_TIMEOUT_S
     timeout = min(DEFAULT_CHECK_TIMEOUT_S, room) if room is not None else DEFAULT_CHECK_TIMEOUT_S
     try:
-        done = runner(command, timeout)
+        done = runner(criterion, timeout)
     except Exception as exc:  # whatever the runner raised, nothing was checked
         return _not_run(
             criterion, "check_error", f"it could not start: {type(exc).__name__}: {exc}"
         )
+    verdict = done.verdict if isinstance(done, RunnerOutcome) else None
+    kind = done.runner if isinstance(done, RunnerOutcome) else None
     cause: UnknownCause | None = None
     if done.timed_out and clamped:
         result: Result = "unknown"
@@ -149,16 +162,27 @@ def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) 
     elif done.timed_out:
         result = "fail"
         detail = f"timed out after {timeout:g}s (a check must finish to pass)"
+    elif verdict is not None:
+        result = "pass" if verdict.passed and done.exit_code == 0 else "fail"
+        detail = f"{kind}: {verdict.detail} ({done.duration_s:g}s)"
     elif done.exit_code == 0:
         result, detail = "pass", f"exit 0 in {done.duration_s:g}s"
     else:
         result, detail = "fail", f"exit {done.exit_code} in {done.duration_s:g}s"
+    output = done.output
+    if criterion.hidden:
+        # The real finding stays in the output (the record's, the user's); the detail
+        # reaches the agent, and says only the verdict.
+        output = f"[grader] {detail}\n{output}"
+        detail = f"hidden check: {result}"
     return ToolCheck(
         criterion=criterion.id,
         command=command,
         result=result,
         detail=detail,
-        output=done.output,
+        output=output,
+        runner=kind,
+        hidden=criterion.hidden,
         exit_code=done.exit_code,
         timed_out=done.timed_out,
         duration_s=done.duration_s,
@@ -171,4 +195,4 @@ def run_checks(
     criteria: Sequence[GradingCriterion], runner: Runner, time_room: TimeRoom
 ) -> list[ToolCheck]:
     """Every tool check of the rubric, in rubric order."""
-    return [run_check(c, runner, time_room) for c in criteria if c.run is not None]
+    return [run_check(c, runner, time_room) for c in criteria if c.tool_checked]

@@ -37,8 +37,8 @@ def test_blank_check_command_is_unknown_never_pass(blank: str) -> None:
 
 
 def test_missing_check_program_fails(tmp_path: Path) -> None:
-    def runner(command: str, timeout: float) -> Any:
-        return run_shell(command, tmp_path, timeout)
+    def runner(c: GradingCriterion, timeout: float) -> Any:
+        return run_shell(c.run or "", tmp_path, timeout)
 
     found = run_check(criterion("no-such-program-ilh-7c1 --check"), runner, lambda: None)
     assert found.result == "fail" and found.exit_code == 127

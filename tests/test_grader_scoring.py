@@ -184,8 +184,8 @@ def test_real_check_runs_scrubbed_in_the_workspace(
     monkeypatch.setenv("ILH_TEST_SECRET_KEY", "sk-secret")
     (tmp_path / "marker.txt").write_text("here")
 
-    def runner(command: str, timeout: float) -> Done:
-        r = run_shell(command, tmp_path, timeout)
+    def runner(c: GradingCriterion, timeout: float) -> Done:
+        r = run_shell(c.run or "", tmp_path, timeout)
         return Done(r.exit_code, r.output, r.timed_out, r.duration_s, r.truncated)
 
     scrubbed = run_check(

@@ -32,6 +32,7 @@ from harness.cli.options import (
     sandbox_overrides,
 )
 from harness.grading.grader import Grader, claims_from_text, grading_rubric
+from harness.grading.tree import GradingSources
 from harness.inputs.errors import InputError, read_utf8
 from harness.inputs.task_file import load_task
 from harness.models.clients.options import NO_OPTIONS
@@ -85,6 +86,10 @@ async def grade_task(
     if baseline is not None and not baseline.is_dir():
         raise InputError("--baseline", "E500", f"{baseline} is not a folder")
     claims = read_claim_file(claim_file) if claim_file is not None else []
+    # The baseline plays the role of `ilh run`'s template snapshot; the hidden checks
+    # are the task's own folder (no agent is running while the user grades).
+    template = baseline.resolve() if baseline is not None else None
+    sources = GradingSources(template=template, checks=task.checks_folder())
     client = grader_client_for(grader_model, task, NO_OPTIONS)
     grader = Grader(
         rubric=grading_rubric(task),
@@ -94,7 +99,7 @@ async def grade_task(
         # The task's budgets, if any, bound the grader: it draws on the audit pool.
         ledger=BudgetLedger(budgets_of(task)),
         client=client,
-        baseline=baseline,
+        sources=sources,
         sandbox=policy,
     )
     try:
@@ -167,7 +172,7 @@ def show(
     "--baseline",
     type=click.Path(path_type=Path, file_okay=False),
     help="The workspace as it was before the agent worked (say, the base branch's "
-    "checkout): tool checks are trusted only while its test files are unchanged.",
+    "checkout): its tests and test-runner configuration are what the checks run.",
 )
 @SANDBOX_OPTION
 @NETWORK_OPTION

@@ -2,8 +2,9 @@
 
 `Grader.grade` runs, in order:
 
-1. the tool checks (criteria with `run`), in the workspace, with the scrubbed,
-   time-limited shell of `harness.workspace.commands`, their time drawn from the audit reserve;
+1. the tool checks (criteria with `run`, `pytest` or `unittest`), each in its own sandbox
+   over its own grading tree (`harness.grading.checks`, `harness.grading.tree`: the
+   agent's work with the task's tests restored), their time drawn from the audit reserve;
 2. the model-judged criteria (no `run`): a grader model in a fresh context
    (`harness.grading.session`) when one was given, otherwise unknown, saying why. Tool
    checks run first and decide their criteria; no tool-checked criterion is ever sent to
@@ -25,22 +26,23 @@ from envelopes.declarations import BudgetKind, Evidence, Objective, Rubric, Stat
 from envelopes.declarations.rubric import Criterion as RubricRow
 from envelopes.errors import IlangError
 from graders.audit import audit
-from graders.baseline import tampering
 from graders.criteria import GradingCriterion, GradingRubric, objective_rubric
 from graders.evidence import AgentClaim, ClaimKind, tool_evidence
 from graders.model_judge import AnswerContext, ModelVerdict, judge
 from graders.report import GraderCall, GradeReport, GraderTokens
-from graders.tool_checks import CommandOutcome, ToolCheck, run_checks, untrusted_checks
+from graders.runners import runner_call
+from graders.tool_checks import ToolCheck, run_checks
 from harness.context.agent import Segment
 from harness.enforce.authority import Disposition, classify
 from harness.enforce.claims import read_claims
+from harness.grading.checks import CheckRunner
 from harness.grading.context import check_output_block
 from harness.grading.session import MAX_GRADER_OUTPUT, GraderSession
+from harness.grading.tree import GradingSources, TreeChanges
 from harness.inputs.errors import InputError
 from harness.inputs.task_file import Task
 from harness.models.interface import ModelClient
 from harness.record.results import ProposalRow
-from harness.workspace.commands import run_shell
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import CONFINED, SandboxPolicy
 
@@ -59,9 +61,42 @@ def grading_rubric(task: Task) -> GradingRubric:
     return GradingRubric(
         threshold=spec.threshold,
         criteria=tuple(
-            GradingCriterion(id=c.id, weight=c.weight, check=c.check, run=c.run)
+            GradingCriterion(
+                id=c.id,
+                weight=c.weight,
+                check=c.check,
+                run=c.run,
+                pytest=c.pytest,
+                unittest=c.unittest,
+                hidden=spec.checks is not None and c.uses_checks,
+            )
             for c in spec.criteria
         ),
+    )
+
+
+def exit_code_notes(rubric: GradingRubric) -> list[str]:
+    """One note per tool check that trusts an exit code: a free command that is not one
+    call of a known test runner. Code it imports can end its process with 0."""
+    return [
+        f"criterion {c.id}: its check is a free command, not a known test runner: it trusts "
+        "an exit code (code it imports can end the process with 0); prefer pytest = … or "
+        "unittest = …"
+        for c in rubric.criteria
+        if c.run is not None and runner_call(c.run, "/ilh-checks") is None
+    ]
+
+
+def merged(changes: Sequence[TreeChanges]) -> TreeChanges:
+    """What the checks' grading trees changed, each finding once, in order."""
+
+    def union(parts: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(item for part in parts for item in part))
+
+    return TreeChanges(
+        restored=union([c.restored for c in changes]),
+        removed=union([c.removed for c in changes]),
+        skipped=union([c.skipped for c in changes]),
     )
 
 
@@ -135,12 +170,14 @@ class Grader:
         ledger: BudgetLedger,
         client: ModelClient | None = None,
         max_output: int = MAX_GRADER_OUTPUT,
-        baseline: Path | None = None,
+        sources: GradingSources | None = None,
         sandbox: SandboxPolicy = CONFINED,
     ) -> None:
-        """`baseline`: the template the workspace was made from, if any; the tool checks
-        are trusted only while the test files in it are unchanged (`graders.baseline`)."""
-        self.baseline = baseline
+        """`sources`: the snapshot of the template the workspace was made from (or the
+        user's `--baseline`) and of the hidden checks; each tool check runs over a
+        grading tree with the template's tests restored (`harness.grading.tree`)."""
+        self.sources = sources or GradingSources()
+        self.changes = TreeChanges()
         self.sandbox = sandbox
         self.rubric = rubric
         self.objective = objective
@@ -150,22 +187,16 @@ class Grader:
         self.client = client
         self.max_output = max_output
 
-    def _run(self, command: str, timeout_s: float) -> CommandOutcome:
-        # Read-only: a check judges the work, it never changes it.
-        return run_shell(
-            command, self.workspace.root, timeout_s, sandbox=self.sandbox, writable=False
-        )
-
     def _time_room(self) -> float | None:
         room = self.ledger.room(BudgetKind.TIME, Pool.AUDIT)
         return None if room is None else float(room)
 
     def _checks(self, criteria: Sequence[GradingCriterion]) -> list[ToolCheck]:
-        if criteria and self.baseline is not None:
-            changes = tampering(self.baseline, self.workspace.root)
-            if changes.found:
-                return untrusted_checks(criteria, changes.listing())
-        return run_checks(criteria, self._run, self._time_room)
+        # Each check over its own copy: the agent's workspace is never changed.
+        runner = CheckRunner(self.workspace.root, self.sources, self.sandbox)
+        checks = run_checks(criteria, runner, self._time_room)
+        self.changes = merged(runner.changes)
+        return checks
 
     async def grade(self, claims: Sequence[AgentClaim]) -> GradeReport:
         notes: list[str] = []
@@ -174,8 +205,14 @@ class Grader:
                 "the task has no [rubric]: the grader judges the objective's ACCEPT/DONE_WHEN "
                 "directly (spec §5), which only a grader model can do"
             )
+        tool_criteria = [c for c in self.rubric.criteria if c.tool_checked]
+        notes += exit_code_notes(self.rubric)
+        if tool_criteria and self.sources.template is None:
+            notes.append(
+                "the workspace's template is not known (ilh grade without --baseline): its "
+                "own tests and test-runner configuration were trusted as they are"
+            )
         with self.ledger.audit_span():
-            tool_criteria = [c for c in self.rubric.criteria if c.tool_checked]
             # In a worker thread: a check may take minutes, and concurrent runs (a batch)
             # share this event loop. This run's ledger is only read there, never written.
             checks = await asyncio.to_thread(self._checks, tool_criteria)
@@ -192,6 +229,8 @@ class Grader:
             context_lines=tuple(session.declarations)
             if session is not None and session.calls
             else (),
+            tree_changes=self.changes.listing(),
+            tampering=self.changes.tampering,
         )
 
     async def _judge(
@@ -226,7 +265,11 @@ class Grader:
             declarations=declarations,
             decided=[(c.criterion, c.result) for c in checks],
             task_blocks=self.task_blocks,
-            check_blocks=[check_output_block(c.criterion, c.command, c.output) for c in ran],
+            # A hidden check's command and output never reach a model whose words the
+            # agent may read back: only its verdict does (in the declarations).
+            check_blocks=[
+                check_output_block(c.criterion, c.command, c.output) for c in ran if not c.hidden
+            ],
             claims=[claim.shown() for claim in claims],
             max_output=self.max_output,
         )

@@ -63,13 +63,23 @@ class BudgetSection(Strict):
     time: TimeBudget | None = None
 
 
+_CHECKS_REF = re.compile(r"\$\{?ILH_CHECKS\}?(?![A-Za-z0-9_])|/ilh-checks")
+
+
 class Criterion(Strict):
+    """A rubric row. Its check is at most one of: `run` (a free command), `pytest` (the
+    arguments of a pytest run: paths, options) or `unittest` (a folder to discover, or a
+    module, file or test name), which the harness runs itself and judges by the
+    runner's report; none: model-judged."""
+
     id: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
     weight: float = Field(ge=0, le=1)
     check: SingleLine
     run: str | None = Field(default=None, min_length=1)
+    pytest: SingleLine | None = None
+    unittest: SingleLine | None = None
 
-    @field_validator("run")
+    @field_validator("run", "pytest", "unittest")
     @classmethod
     def _run_tests_something(cls, run: str | None) -> str | None:
         # A blank command exits 0: it would pass a check that tests nothing.
@@ -77,11 +87,35 @@ class Criterion(Strict):
             raise ValueError("a check command may not be blank")
         return run
 
+    @model_validator(mode="after")
+    def _one_check(self) -> Self:
+        if sum(v is not None for v in (self.run, self.pytest, self.unittest)) > 1:
+            raise ValueError("a criterion has at most one of run, pytest and unittest")
+        if self.unittest is not None and len(self.unittest.split()) != 1:
+            raise ValueError("unittest names one folder, module, file or test")
+        return self
+
+    @property
+    def uses_checks(self) -> bool:
+        """Does its check use the hidden checks folder (`$ILH_CHECKS`)?"""
+        text = self.run or self.pytest or self.unittest or ""
+        return bool(_CHECKS_REF.search(text))
+
 
 class RubricSection(Strict):
     threshold: float = Field(ge=0, le=1)
     mode: Literal["weighted"] = "weighted"
     criteria: list[Criterion] = Field(min_length=1)
+    #: Hidden checks: a folder beside task.toml, never copied into the workspace, seen
+    #: only by the checks that name `$ILH_CHECKS`, read-only, in the grader's sandbox.
+    checks: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.][A-Za-z0-9_.\-/]*$")
+
+    @field_validator("checks")
+    @classmethod
+    def _checks_inside(cls, checks: str | None) -> str | None:
+        if checks is not None and (".." in checks.split("/") or checks.strip("/") in ("", ".")):
+            raise ValueError("checks names a folder beside task.toml (no '..', not '.')")
+        return checks
 
     @model_validator(mode="after")
     def _weights_and_ids(self) -> Self:
@@ -91,6 +125,13 @@ class RubricSection(Strict):
         total = sum(c.weight for c in self.criteria)
         if abs(total - 1.0) > WEIGHT_TOLERANCE:
             raise ValueError(f"criterion weights sum to {total:g}, not 1 (v4.0 §5)")
+        if self.checks is None:
+            for c in self.criteria:
+                if c.uses_checks:
+                    raise ValueError(
+                        f"criterion {c.id} uses $ILH_CHECKS, but [rubric] names no "
+                        'checks folder (checks = "…")'
+                    )
         return self
 
 
@@ -166,6 +207,28 @@ class Task(BaseModel):
         if not path.is_dir():
             raise InputError(
                 self.source or self.folder, "E500", f"workspace folder {name!r} not found"
+            )
+        return path
+
+    def checks_folder(self) -> Path | None:
+        """The hidden checks folder (`[rubric] checks`), which must exist and must not be
+        the workspace template or inside it (it would be copied to the agent)."""
+        rubric = self.spec.rubric
+        if rubric is None or rubric.checks is None:
+            return None
+        where = self.source or self.folder
+        path = (self.folder / rubric.checks).resolve()
+        if not path.is_dir():
+            raise InputError(where, "E500", f"checks folder {rubric.checks!r} not found")
+        template = self.workspace_template()
+        if template is not None and (
+            path == template or template in path.parents or path in template.parents
+        ):
+            raise InputError(
+                where,
+                "E303",
+                f"checks folder {rubric.checks!r} overlaps the workspace template: hidden "
+                "checks must never be copied into the agent's workspace",
             )
         return path
 

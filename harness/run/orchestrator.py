@@ -28,6 +28,7 @@ from harness.enforce.claims import read_claims
 from harness.enforce.lifecycle import Lifecycle, StatusEntry
 from harness.enforce.provenance import Provenance
 from harness.grading.grader import Grader, claims_from_proposals, grading_rubric
+from harness.grading.tree import GradingSources
 from harness.inputs.task_file import Task
 from harness.models.clients.estimate import input_estimate_for
 from harness.models.interface import (
@@ -136,7 +137,11 @@ class Orchestrator:
         max_output: int = DEFAULT_MAX_OUTPUT,
         grader_client: ModelClient | None = None,
         sandbox: SandboxPolicy = CONFINED,
+        grading: GradingSources | None = None,
     ) -> None:
+        """`grading`: the snapshots the grader restores from (taken when the run
+        started: `harness.run.setup.grading_sources`); none, for a task without a
+        template or hidden checks."""
         self.task = task
         self.sandbox = sandbox
         self.client = client
@@ -165,7 +170,7 @@ class Orchestrator:
             workspace=workspace,
             ledger=ledger,
             client=grader_client,
-            baseline=task.workspace_template(),
+            sources=grading,
             sandbox=sandbox,
         )
         self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
@@ -411,11 +416,12 @@ class Orchestrator:
         self.grades.append((r, report, applied))
         self.state.runtime_lines += report.context_lines
         self.record(EventKind.GRADER_RESULT, report.record_json(round=r, applied=applied))
-        if any(o.cause == "tests_changed" for o in report.audit.outcomes):
+        if report.tampering:
             self.violation(
                 "tests_changed",
-                "test files of the task's workspace were changed or removed, or a test-runner "
-                "hook was added: the tool checks were not trusted",
+                "test files or test-runner configuration of the task's workspace were changed "
+                "or removed, or a test-runner hook was added: the checks ran over a copy with "
+                "the task's versions restored and the hooks removed",
             )
         if action == "verify":
             self.committed(

@@ -115,6 +115,9 @@ def grader_rows(table: Table, result: RunResult) -> None:
         "grader tokens",
         f"{tokens.get('input', 0)} in / {tokens.get('output', 0)} out ({shown})",
     )
+    # The grader's notes: a check that trusts an exit code, an unknown template…
+    for note in grader.get("notes", []):
+        table.add_row("grader note", escape(str(note)))
 
 
 def sandbox_text(report: dict[str, Any] | None) -> str:

@@ -39,6 +39,7 @@ from harness.run.setup import (
     budgets_of,
     client_for,
     grader_client_for,
+    grading_sources,
     model_uri,
     run_then_close,
     sandbox_policy,
@@ -301,5 +302,6 @@ async def resume_run(
         # Confinement is decided anew: `--sandbox none` must be said again to resume
         # unconfined.
         sandbox=sandbox_policy(task, sandbox),
+        grading=grading_sources(store, run_id, task),
     )
     return await run_then_close(orchestrator, resume=True, clients=(client, grader_client))

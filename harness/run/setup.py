@@ -10,6 +10,7 @@ from pathlib import Path
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import Budget, BudgetKind, State
 from harness.enforce.lifecycle import Lifecycle
+from harness.grading.tree import GradingSources, snapshot_folder
 from harness.inputs.errors import InputError
 from harness.inputs.task_file import Task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
@@ -162,6 +163,28 @@ def workspace_for(store: RunStore, run_id: str, task: Task) -> Workspace:
         raise InputError(task.source or task.folder, "E500", f"workspace: {err}") from None
 
 
+def grading_sources(store: RunStore, run_id: str, task: Task) -> GradingSources:
+    """The grader's snapshots of the template and of the hidden checks, in the run's
+    folder (outside every sandbox), taken once when the run starts: the grader never
+    reads the task folder again, so nothing that reaches it later can change what the
+    work is graded by. A resumed run finds them there (one recorded before snapshots
+    existed gets them now)."""
+    base = store.path.parent / "runs" / run_id / "grading"
+    found: dict[str, Path | None] = {}
+    for name, source in (("template", task.workspace_template()), ("checks", task.checks_folder())):
+        target = base / name
+        if source is None:
+            found[name] = None
+        elif target.is_dir():
+            found[name] = target
+        else:
+            try:
+                found[name] = snapshot_folder(source, target)
+            except WorkspaceError as err:
+                raise InputError(task.source or task.folder, "E500", f"{name}: {err}") from None
+    return GradingSources(template=found["template"], checks=found["checks"])
+
+
 async def run_task(
     task: Task,
     store: RunStore,
@@ -186,6 +209,7 @@ async def run_task(
     lifecycle = lifecycle_of(task)
     ledger = BudgetLedger(budgets_of(task))
     policy = sandbox_policy(task, sandbox)
+    task.checks_folder()  # a missing or misplaced hidden checks folder: bad input, before any run
     inputs = start_inputs(task, client)
     run_id = store.create_run(
         task.id,
@@ -201,6 +225,7 @@ async def run_task(
         inputs=inputs,
     )
     workspace = workspace_for(store, run_id, task)
+    grading = grading_sources(store, run_id, task)
     for entry in lifecycle.history:
         store.append(run_id, EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
     orchestrator = Orchestrator(
@@ -214,6 +239,7 @@ async def run_task(
         progress=progress,
         grader_client=grader_client,
         sandbox=policy,
+        grading=grading,
     )
     return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
 

@@ -1,0 +1,192 @@
+"""How the grader runs one tool check: over its own grading tree, in its own sandbox.
+
+For every check (`CheckRunner.__call__`):
+
+1. a fresh temporary folder holds the check's grading tree (`harness.grading.tree`: the
+   agent's work with the task's tests and runner configuration restored, hooks and
+   bytecode removed) and, apart from it, a report folder;
+2. the check runs confined (`harness.workspace.commands.run_shell`), the tree at
+   `/workspace` (writable: a check may write caches; the next check gets a new copy),
+   and only for a hidden check the task's checks snapshot read-only at `/ilh-checks`
+   (`$ILH_CHECKS`);
+3. a runner-aware check (`pytest = …`, `unittest = …`, or a `run` that is one call of
+   a known runner) runs the harness's own runner, mounted read-only at `/ilh-runner`,
+   isolated (`python -I -B`: no user site, no `PYTHON*` variables, no script folder on
+   the path), which writes its report to `/ilh-report`; the verdict is
+   `graders.runners.judge_run` over that report and the tests the template defines;
+4. the temporary folder is removed.
+
+Under `--sandbox none` the same happens with host paths (the user chose no
+confinement; the tree is still a fresh copy, and pytest is still kept from the folders
+above it with an explicit `--rootdir`, `--confcutdir` and configuration file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from graders.criteria import GradingCriterion
+from graders.runners import (
+    CHECKS_VARIABLE,
+    RunnerCall,
+    Selection,
+    expand_checks,
+    judge_run,
+    junit_counts,
+    read_report,
+    runner_call,
+    selection,
+    unittest_args,
+)
+from graders.tool_checks import RunnerOutcome
+from harness.grading.tree import (
+    GradingSources,
+    TreeChanges,
+    TreeError,
+    build_tree,
+    check_scripts,
+    runner_paths,
+)
+from harness.workspace.commands import run_shell
+from harness.workspace.sandbox import SANDBOX_WORKDIR, Mount, SandboxPolicy
+
+#: The harness's runner (`ilh_runner.py`) and its empty pytest configuration.
+RUNNER_DIR = Path(__file__).resolve().parent / "sandboxed"
+CHECKS_MOUNT = "/ilh-checks"
+RUNNER_MOUNT = "/ilh-runner"
+REPORT_MOUNT = "/ilh-report"
+
+
+class CheckRunner:
+    """Runs a rubric's tool checks over `workspace` (see the module docstring). After
+    each check, `changes` holds what its grading tree changed from the workspace."""
+
+    def __init__(self, workspace: Path, sources: GradingSources, sandbox: SandboxPolicy) -> None:
+        self.workspace = workspace
+        self.sources = sources
+        self.sandbox = sandbox
+        self.changes: list[TreeChanges] = []
+
+    def __call__(self, criterion: GradingCriterion, timeout_s: float) -> RunnerOutcome:
+        # Resolved: the runner reports real paths, matched against the tree's.
+        scratch = Path(tempfile.mkdtemp(prefix="ilh-grade-")).resolve()
+        try:
+            return self._check(criterion, timeout_s, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    # ------------------------------------------------------------------ one check
+    def _check(self, criterion: GradingCriterion, timeout_s: float, scratch: Path) -> RunnerOutcome:
+        tree = scratch / "tree"
+        reports = scratch / "report"
+        reports.mkdir()
+        confined = self.sandbox.confined
+        root = SANDBOX_WORKDIR if confined else str(tree)
+        checks = self.sources.checks if criterion.hidden else None
+        checks_at = (CHECKS_MOUNT if confined else str(checks)) if checks is not None else None
+        call = self._runner_call(criterion, checks_at)
+        # What the check names, restored from the template: a runner's paths, or the
+        # script a free command runs.
+        named = runner_paths(call.args) if call is not None else check_scripts(criterion.run or "")
+        try:
+            changes = build_tree(self.workspace, self.sources.template, tree, named)
+        except TreeError as exc:
+            raise OSError(str(exc)) from exc
+        self.changes.append(changes)
+
+        env = {CHECKS_VARIABLE: checks_at} if checks_at is not None else {}
+        mounts: list[Mount] = []
+        if checks is not None and confined:
+            mounts.append(Mount(checks, CHECKS_MOUNT))
+        if call is None:
+            command = criterion.run or ""
+            done = run_shell(
+                command, tree, timeout_s, env, sandbox=self.sandbox, mounts=mounts, writable=True
+            )
+            return RunnerOutcome(
+                exit_code=done.exit_code,
+                output=done.output,
+                timed_out=done.timed_out,
+                duration_s=done.duration_s,
+                truncated=done.truncated,
+            )
+
+        # The tests that must run are read before the check runs, from the snapshots
+        # (or, with no template, from the tree as the user gave it).
+        roots: dict[str, Path] = {root: self.sources.template or tree}
+        if checks is not None and checks_at is not None:
+            roots[checks_at] = checks
+        chosen = selection(call, roots, root)
+        nonce = secrets.token_hex(16)
+        (reports / "nonce").write_text(nonce, encoding="ascii")
+        runner_at = RUNNER_MOUNT if confined else str(RUNNER_DIR)
+        reports_at = REPORT_MOUNT if confined else str(reports)
+        if confined:
+            mounts += [Mount(RUNNER_DIR, RUNNER_MOUNT), Mount(reports, REPORT_MOUNT, True)]
+        argv = [
+            sys.executable, "-I", "-B", f"{runner_at}/ilh_runner.py",
+            reports_at, call.kind, root, *call.args,
+        ]  # fmt: skip
+        command = shlex.join(argv)
+        done = run_shell(
+            command, tree, timeout_s, env, sandbox=self.sandbox, mounts=mounts, writable=True
+        )
+        verdict = judge_run(
+            read_report(reports / "report.json"),
+            nonce=nonce,
+            exit_code=done.exit_code,
+            chosen=chosen,
+            roots=list(roots),
+            junit=junit_counts(reports / "junit.xml"),
+            junit_sha256=_digest(reports / "junit.xml"),
+        )
+        return RunnerOutcome(
+            exit_code=done.exit_code,
+            output=done.output,
+            timed_out=done.timed_out,
+            duration_s=done.duration_s,
+            truncated=done.truncated,
+            verdict=verdict,
+            runner=call.kind,
+        )
+
+    def _runner_call(self, criterion: GradingCriterion, checks_at: str | None) -> RunnerCall | None:
+        def expand(text: str) -> str:
+            return expand_checks(text, checks_at) if checks_at is not None else text
+
+        if criterion.pytest is not None:
+            return RunnerCall(kind="pytest", args=tuple(shlex.split(expand(criterion.pytest))))
+        if criterion.unittest is not None:
+            target = expand(criterion.unittest)
+            at = CHECKS_MOUNT if self.sandbox.confined else str(self.sources.checks)
+            folder = _is_folder(
+                target, {at: self.sources.checks}, self.sources.template or self.workspace
+            )
+            return RunnerCall(kind="unittest", args=unittest_args(target, folder))
+        if criterion.run is not None:
+            return runner_call(criterion.run, checks_at)
+        return None
+
+
+def _is_folder(target: str, mounted: Mapping[str, Path | None], tree: Path) -> bool:
+    for at, folder in mounted.items():
+        if folder is not None and (target == at or target.startswith(at.rstrip("/") + "/")):
+            return (folder / target[len(at) :].lstrip("/")).is_dir()
+    return (tree / target).is_dir()
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+__all__ = ["CheckRunner", "Selection"]

@@ -1,0 +1,429 @@
+"""The grader's test runner, started by the harness inside a check's sandbox:
+
+    python -I -B ilh_runner.py REPORT_DIR KIND ROOT [RUNNER ARGS...]
+
+KIND is `pytest` or `unittest`; ROOT is the graded tree (the working directory); REPORT_DIR
+is a folder outside the tree where this runner writes `report.json` (and pytest its
+JUnit XML). The harness reads them after the process ended (`graders/runners.py`).
+
+This file runs standalone (isolated mode, no harness import): it is mounted read-only,
+so the code under test cannot change it on disk. In memory it can, since the tests
+import that code into this process; what this runner does about it:
+
+* the harness's secret for this run (`REPORT_DIR/nonce`) is read and deleted before any
+  test code is imported: a report written by anyone else lacks it;
+* everything it needs later (the writer, the hash, the JSON encoder) is bound to local
+  names first, and it imports the runner (pytest or unittest) completely before the
+  tree goes on the import path, so nothing in the tree shadows the runner's modules;
+* a guard records, before the tests, the functions and classes of the runner, of the
+  import system, of `json` and of `builtins`, and the import hooks; after the tests, any
+  of them replaced is reported as tampering (a patched `assertEqual`, `TestCase.run`,
+  `TestResult.addFailure`, a fake finder serving a test module…);
+* classes created while the tests ran whose `__eq__` or `__contains__` says yes to any
+  fresh value (an always-equal `str` subclass) are reported as tampering too;
+* the report is written last, atomically, and the process ends with `os._exit`, so no
+  `atexit` hook or finalizer of the code under test runs after it; exit 0 only after a
+  report of a green run.
+
+It is a guard against the known tricks, not a proof: code that searches this process's
+memory for the secret could still forge a report. Hidden checks, run from a folder the
+agent never sees, are the answer to that.
+"""
+
+from __future__ import annotations
+
+import builtins
+import gc
+import hashlib
+import json
+import os
+import re
+import sys
+import types
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+_HEAPTYPE = 1 << 9
+_GUARDED = ("unittest", "json", "importlib", "_frozen_importlib", "_frozen_importlib_external")
+_GUARDED_PYTEST = ("pytest", "_pytest", "pluggy")
+_PROBED = ("__eq__", "__contains__")
+#: Test files by the convention of `graders/baseline.py` (restored from the template in
+#: the grading tree, or the hidden checks): their matchers may equal anything.
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.py|conftest\.py)$|(?:^|/)(?:tests?|__tests__|spec)/"
+)
+
+
+def _guarded(value: object) -> bool:
+    return callable(value) or isinstance(value, staticmethod | classmethod | property)
+
+
+def _owners(prefixes: tuple[str, ...]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(label, namespace) of every guarded module and of the classes it defines."""
+    for name, module in sorted(sys.modules.items()):
+        if module is None or not isinstance(module, types.ModuleType):
+            continue
+        if not (name in ("builtins", "__main__") or name.split(".")[0] in prefixes):
+            continue
+        yield name, module.__dict__
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                yield f"{name}.{value.__qualname__}", value.__dict__
+
+
+def _all_classes() -> dict[int, type]:
+    found: dict[int, type] = {id(object): object}
+    stack: list[type] = [object]
+    while stack:
+        current = stack.pop()
+        try:
+            subclasses: list[type] = type.__subclasses__(current)
+        except TypeError:
+            continue
+        for sub in subclasses:
+            if id(sub) not in found:
+                found[id(sub)] = sub
+                stack.append(sub)
+    return found
+
+
+def _blank(cls: type) -> object | None:
+    """An instance of `cls` made without running its own code, or None."""
+    for base in cls.__mro__[1:]:
+        if not base.__flags__ & _HEAPTYPE:
+            try:
+                return base.__new__(cls)  # type: ignore[call-overload,no-any-return]
+            except Exception:
+                return None
+    return None
+
+
+class Guard:
+    """What the code under test must not replace, recorded before it is imported."""
+
+    def __init__(self, prefixes: tuple[str, ...]) -> None:
+        #: (label, namespace, key, the values it may hold: the original, then any that
+        #: installed code set while pytest started).
+        self.entries: list[tuple[str, Mapping[str, Any], str, list[object]]] = []
+        for label, namespace in _owners(prefixes):
+            for key, value in list(namespace.items()):
+                if _guarded(value):
+                    self.entries.append((label, namespace, key, [value]))
+        self.classes = _all_classes()  # kept: the ids stay theirs while we hold them
+        self.meta_path = list(sys.meta_path)
+        self.path_hooks = list(sys.path_hooks)
+        self.probes: tuple[object, ...] = (object(), "\x00ilh-probe-" + os.urandom(8).hex())
+
+    def rebase(self) -> None:
+        """Accept what installed code changed since the snapshot (pytest loads its
+        plugins, which may wrap pytest's own functions, after this runner starts);
+        anything else changed by then stays a finding."""
+        missing = object()
+        for _, namespace, key, allowed in self.entries:
+            now = namespace.get(key, missing)
+            if now is not missing and not any(now is v for v in allowed) and _installed(now):
+                allowed.append(now)
+        self.meta_path += [h for h in sys.meta_path if _installed(type(h))]
+
+    def findings(self, allowed_hooks: Callable[[object], bool]) -> list[str]:
+        missing = object()
+        found = [
+            f"{label}.{key}"
+            for label, namespace, key, allowed in self.entries
+            if not any(namespace.get(key, missing) is v for v in allowed)
+        ]
+        for hook in sys.meta_path:
+            if not any(hook is h for h in self.meta_path) and not allowed_hooks(hook):
+                found.append(f"sys.meta_path (added {type(hook).__name__})")
+        if [id(h) for h in sys.path_hooks] != [id(h) for h in self.path_hooks]:
+            found.append("sys.path_hooks")
+        found += self.always_true()
+        return found
+
+    def always_true(self) -> list[str]:
+        """New classes whose `__eq__`/`__contains__` answers yes to a value never seen."""
+        found: list[str] = []
+        for key, cls in _all_classes().items():
+            if key in self.classes:
+                continue
+            for attr in _PROBED:
+                owner = next((c for c in cls.__mro__ if attr in c.__dict__), None)
+                if owner is None or id(owner) in self.classes:
+                    continue
+                method = owner.__dict__[attr]
+                if not isinstance(method, types.FunctionType):
+                    continue
+                if _TEST_FILE.search(method.__code__.co_filename.replace(os.sep, "/")):
+                    continue  # a matcher of the task's own tests (restored, trusted)
+                instance = _blank(cls)
+                if instance is None:
+                    continue
+                for probe in self.probes:
+                    try:
+                        answer = method(instance, probe)
+                        yes = answer is not NotImplemented and bool(answer)
+                    except Exception:
+                        yes = False
+                    if yes:
+                        found.append(f"{cls.__qualname__}.{attr} (it says yes to anything)")
+                        break
+        return found
+
+
+def _installed_roots() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths |= {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(os.path.realpath(p) + os.sep for p in paths if p)
+
+
+_INSTALLED = _installed_roots()
+
+
+def _installed(value: object) -> bool:
+    """Was `value` defined by a file of the interpreter's installation (the standard
+    library, site-packages), not by the tree or by code made up at run time?"""
+    target = getattr(value, "__func__", value)
+    code = getattr(target, "__code__", None)
+    if isinstance(code, types.CodeType):
+        file: object = code.co_filename
+    else:
+        module = sys.modules.get(getattr(target, "__module__", None) or "")
+        file = getattr(module, "__file__", None)
+    if not isinstance(file, str) or not os.path.isfile(file):
+        return False
+    return os.path.realpath(file).startswith(_INSTALLED)
+
+
+def _module_file(cls: type) -> str | None:
+    module = sys.modules.get(cls.__module__)
+    file = getattr(module, "__file__", None)
+    return os.path.abspath(file) if isinstance(file, str) else None
+
+
+# ------------------------------------------------------------------------ unittest
+def run_unittest(args: list[str], record: Callable[[dict[str, Any]], None]) -> int:
+    import unittest
+
+    def entry(test: unittest.TestCase, outcome: str) -> dict[str, Any]:
+        cls = type(test)
+        name = getattr(test, "_testMethodName", None)
+        if not isinstance(name, str) or cls.__module__.startswith("unittest"):
+            # An import or class set-up error: its own id, no test of the template.
+            return {"file": None, "cls": None, "name": test.id(), "outcome": outcome,
+                    "id": test.id()}  # fmt: skip
+        return {"file": _module_file(cls), "cls": cls.__qualname__, "name": name,
+                "outcome": outcome, "id": test.id()}  # fmt: skip
+
+    class Result(unittest.TextTestResult):
+        def addSuccess(self, test: unittest.TestCase) -> None:
+            super().addSuccess(test)
+            record(entry(test, "passed"))
+
+        def addFailure(self, test: unittest.TestCase, err: Any) -> None:
+            super().addFailure(test, err)
+            record(entry(test, "failed"))
+
+        def addError(self, test: unittest.TestCase, err: Any) -> None:
+            super().addError(test, err)
+            record(entry(test, "error"))
+
+        def addSkip(self, test: unittest.TestCase, reason: str) -> None:
+            super().addSkip(test, reason)
+            record(entry(test, "skipped"))
+
+        def addExpectedFailure(self, test: unittest.TestCase, err: Any) -> None:
+            super().addExpectedFailure(test, err)
+            record(entry(test, "xfailed"))
+
+        def addUnexpectedSuccess(self, test: unittest.TestCase) -> None:
+            super().addUnexpectedSuccess(test)
+            record(entry(test, "xpassed"))
+
+        def addSubTest(self, test: Any, subtest: Any, err: Any) -> None:
+            super().addSubTest(test, subtest, err)
+            if err is not None:
+                record(entry(test, "failed"))
+
+    class Runner(unittest.TextTestRunner):
+        resultclass = Result  # type: ignore[assignment]
+
+    try:
+        program = unittest.main(
+            module=None, argv=["python -m unittest", *args], testRunner=Runner, exit=False
+        )
+    except SystemExit as stop:  # a usage error
+        return stop.code if isinstance(stop.code, int) and stop.code else 2
+    result = program.result
+    return 0 if result.wasSuccessful() and result.testsRun > 0 else 1
+
+
+# -------------------------------------------------------------------------- pytest
+def run_pytest(
+    args: list[str],
+    root: str,
+    report_dir: str,
+    record: Callable[[dict[str, Any]], None],
+    on_start: Callable[[], None],
+) -> int:
+    from pathlib import Path
+
+    import pytest
+    from _pytest.config import findpaths
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    inifile = os.path.join(here, "empty_pytest.ini")
+    loaders = getattr(findpaths, "CONFIG_LOADERS_BY_NAME", None)
+    names = list(loaders) if isinstance(loaders, dict) else ["pytest.ini"]
+    # The tree's own configuration (restored from the template), at its root only:
+    # pytest would also climb into the folders above it, which the grader never trusts.
+    for name in names:
+        path = os.path.join(root, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            loader = loaders.get(name) if isinstance(loaders, dict) else None
+            try:
+                found = loader(Path(path)) if loader is not None else {}
+            except Exception:
+                found = None
+            if found is not None:
+                inifile = path
+                break
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.items: dict[str, dict[str, Any]] = {}
+            self.outcomes: dict[str, str] = {}
+
+        def pytest_sessionstart(self, session: Any) -> None:
+            on_start()
+
+        def pytest_collection_finish(self, session: Any) -> None:
+            for item in session.items:
+                cls = getattr(item, "cls", None)
+                path = getattr(item, "path", None)
+                self.items[item.nodeid] = {
+                    "file": os.path.abspath(str(path)) if path is not None else None,
+                    "cls": cls.__qualname__ if isinstance(cls, type) else None,
+                    "name": getattr(item, "originalname", None) or item.name,
+                    "id": item.nodeid,
+                }
+
+        def pytest_collectreport(self, report: Any) -> None:
+            if report.failed:
+                record({"file": None, "cls": None, "name": report.nodeid or "collection",
+                        "outcome": "error", "id": report.nodeid})  # fmt: skip
+
+        def pytest_runtest_logreport(self, report: Any) -> None:
+            xfail = hasattr(report, "wasxfail")
+            if report.when == "call":
+                if report.passed:
+                    outcome = "xpassed" if xfail else "passed"
+                elif report.skipped:
+                    outcome = "xfailed" if xfail else "skipped"
+                else:
+                    outcome = "failed"
+            elif report.failed:
+                outcome = "error"
+            elif report.skipped:
+                outcome = "xfailed" if xfail else "skipped"
+            else:
+                return
+            if self.outcomes.get(report.nodeid) in ("failed", "error"):
+                return
+            self.outcomes[report.nodeid] = outcome
+
+        def pytest_sessionfinish(self, session: Any) -> None:
+            for nodeid, outcome in self.outcomes.items():
+                item = self.items.get(nodeid) or {"file": None, "cls": None, "name": nodeid,
+                                                  "id": nodeid}  # fmt: skip
+                record({**item, "outcome": outcome})
+
+    junit = os.path.join(report_dir, "junit.xml")
+    options = [
+        *args,
+        "-p", "no:cacheprovider",
+        f"--junitxml={junit}",
+        f"--rootdir={root}",
+        f"--confcutdir={root}",
+        "-c", inifile,
+    ]  # fmt: skip
+    code = pytest.main(options, plugins=[Recorder()])
+    return int(code)
+
+
+# ---------------------------------------------------------------------------- main
+def main(argv: list[str]) -> None:
+    if len(argv) < 3 or argv[1] not in ("pytest", "unittest"):
+        print("usage: ilh_runner.py REPORT_DIR pytest|unittest ROOT [ARGS...]", file=sys.stderr)
+        os._exit(2)
+    report_dir, kind, root, args = argv[0], argv[1], argv[2], argv[3:]
+    exit_now, replace, dumps, sha256 = os._exit, os.replace, json.dumps, hashlib.sha256
+    open_file, flush_out, flush_err = builtins.open, sys.stdout.flush, sys.stderr.flush
+    nonce_path = os.path.join(report_dir, "nonce")
+    with open_file(nonce_path, encoding="ascii") as handle:
+        nonce = handle.read().strip()
+    os.unlink(nonce_path)
+
+    # The runner, imported completely before the tree is on the import path.
+    import unittest
+    import unittest.mock  # noqa: F401  (its helpers exist before any test code does)
+
+    prefixes: tuple[str, ...] = _GUARDED
+    allowed: Callable[[object], bool] = lambda hook: False  # noqa: E731
+    if kind == "pytest":
+        import _pytest.assertion.rewrite
+        import pytest  # noqa: F401
+
+        rewrite_hook = _pytest.assertion.rewrite.AssertionRewritingHook
+        allowed = lambda hook: isinstance(hook, rewrite_hook)  # noqa: E731
+        prefixes = prefixes + _GUARDED_PYTEST
+    gc.collect()
+    guard = Guard(prefixes)
+    findings = guard.findings
+    tests: list[dict[str, Any]] = []
+    record = tests.append
+
+    os.chdir(root)
+    sys.path.insert(0, root)  # as `python -m` would: the tree's modules importable
+    status = 2
+    try:
+        if kind == "pytest":
+            status = run_pytest(args, root, report_dir, record, guard.rebase)
+        else:
+            status = run_unittest(args, record)
+    except BaseException as stop:
+        print(f"ilh runner: the run ended with {type(stop).__name__}", file=sys.stderr)
+        status = 3
+    tampered = findings(allowed)
+    junit_digest = None
+    if kind == "pytest":
+        try:
+            with open_file(os.path.join(report_dir, "junit.xml"), "rb") as handle:
+                junit_digest = sha256(handle.read()).hexdigest()
+        except OSError:
+            junit_digest = None
+    if tampered:
+        status = status or 1
+    report = {
+        "nonce": nonce,
+        "kind": kind,
+        "finished": True,
+        "exit_code": status,
+        "tests": tests,
+        "tampered": tampered,
+        "junit_sha256": junit_digest,
+    }
+    partial = os.path.join(report_dir, ".report.partial")
+    with open_file(partial, "w", encoding="utf-8") as handle:
+        handle.write(dumps(report))
+    replace(partial, os.path.join(report_dir, "report.json"))
+    try:
+        flush_out()
+        flush_err()
+    finally:
+        exit_now(0 if status == 0 else 1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

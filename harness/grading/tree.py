@@ -1,0 +1,421 @@
+"""The grading tree: what a tool check runs over instead of the agent's live workspace.
+
+A tool check is only as good as the tests it runs, and the workspace is the agent's: it
+can rewrite the tests, add a `conftest.py` or a `sitecustomize.py`, shadow a module the
+runner imports (`iniconfig/`, `unittest.py`), leave forged bytecode in `__pycache__`, or
+change the runner's configuration (`addopts = --collect-only`). So each check runs over
+its own fresh copy of the workspace, rebuilt by one rule:
+
+    the task's tests and test-runner configuration, the agent's other files.
+
+Concretely, starting from a copy of the workspace (regular files and folders; symlinks
+only when they stay inside it, dereferenced):
+
+1. removed everywhere: bytecode (`__pycache__/`, `*.pyc`, `*.pyo`), `.pytest_cache/`,
+   `*.pth` files;
+2. when the template is known (`ilh run`'s snapshot, `ilh grade --baseline`), removed if
+   the template did not have them: test files (`graders.baseline.is_test_file`: the usual
+   names, anything under `tests/`…), runner configuration files (`pytest.ini`,
+   `pytest.toml`, `tox.ini`, `setup.cfg`, `conftest.py`, `noxfile.py`, `Makefile`,
+   `.coveragerc`, anywhere), `sitecustomize`/`usercustomize` modules anywhere, and, in
+   the folders a test run puts on the import path (the root, and every folder holding
+   one of the template's test files), any module or package whose name is a standard
+   module or an installed one (`iniconfig/`, `unittest.py`, `json.py`…);
+3. restored from the template: every test file, every runner configuration file, every
+   file or folder a test runner's arguments name (`pytest verify/`) and the check script
+   a free command runs (`sh check.sh`, `python verify.py`: see `check_scripts`):
+   the template's bytes, whatever the agent made of them. A `pyproject.toml` is kept as
+   the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
+   `[tool.coverage…]`, `[tool.tox]`) equal the template's; otherwise the template's file
+   is used (or, when the template had none, the agent's is removed).
+
+Without a known template (`ilh grade` without `--baseline`) only step 1 applies: the
+workspace's own tests and configuration are what the user asked to be trusted.
+
+The template is always a snapshot taken when the run started (`snapshot_sources`),
+never the task folder read live: an agent that could reach the task folder could
+otherwise rewrite the tests it is graded by.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import os
+import re
+import shlex
+import shutil
+import stat
+import sys
+import tomllib
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict
+
+from graders.baseline import is_test_file
+
+#: Runner configuration files, by name, wherever they are.
+RUNNER_CONFIGS = frozenset(
+    {"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
+     "conftest.py", "noxfile.py", "Makefile", "makefile", "GNUmakefile", ".coveragerc"}
+)  # fmt: skip
+#: The `[tool.*]` tables of a pyproject.toml that configure a test run.
+RUNNER_TABLES = ("pytest", "coverage", "tox")
+_ALWAYS_HOOKS = frozenset({"sitecustomize", "usercustomize"})
+_BYTECODE_DIRS = frozenset({"__pycache__", ".pytest_cache"})
+_DROPPED_SUFFIXES = (".pyc", ".pyo", ".pth")
+#: The harness's own top-level packages: installed, but never imported by a test run.
+_OWN_PACKAGES = frozenset({"harness", "graders", "envelopes", "budgets", "examples"})
+
+#: Most entries (files and folders) a workspace may have to be graded, and most bytes.
+MAX_ENTRIES = 200_000
+MAX_BYTES = 2 * 1024**3
+
+
+class TreeError(OSError):
+    """The grading tree cannot be built (too large, unreadable); the check is not run."""
+
+
+class TreeChanges(BaseModel):
+    """What the grading tree changed from the agent's workspace (workspace-relative)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    restored: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()  # "path: why"
+    skipped: tuple[str, ...] = ()  # links and special files not copied
+
+    @property
+    def tampering(self) -> bool:
+        """Did the agent change the task's tests or add a runner hook? (Agent-added test
+        files and configuration alone are not tampering: they are just not used.)"""
+        return bool(self.restored) or any("runner hook" in r for r in self.removed)
+
+    def listing(self) -> str:
+        lines = [f"restored from the task: {p}" for p in self.restored]
+        lines += [f"removed: {r}" for r in self.removed]
+        lines += [f"not copied: {s}" for s in self.skipped]
+        return "\n".join(lines)
+
+
+class GradingSources(BaseModel):
+    """What the grader restores from and mounts: the template (a snapshot, or the
+    `--baseline` folder) and the hidden checks (a snapshot too, under `ilh run`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    template: Path | None = None
+    checks: Path | None = None
+
+
+# ------------------------------------------------------------------------ names
+@functools.cache
+def shadowing_names() -> frozenset[str]:
+    """Module names a file of the tree must not take unless the template had it: the
+    standard library, every installed top-level module, the startup hooks."""
+    installed: set[str] = set()
+    try:
+        for name, dists in importlib.metadata.packages_distributions().items():
+            if name.isidentifier() and name not in _OWN_PACKAGES:
+                installed.add(name)
+            del dists
+    except Exception:  # a broken installation: the standard names still apply
+        installed = set()
+    return frozenset(sys.stdlib_module_names) | frozenset(installed) | _ALWAYS_HOOKS
+
+
+def module_name(entry: str) -> str | None:
+    """The module an entry of a folder on the import path would be imported as."""
+    if entry.endswith(".py"):
+        stem = entry[:-3]
+    elif entry.endswith((".so", ".pyd")):
+        stem = entry.split(".", 1)[0]
+    elif "." not in entry:
+        stem = entry
+    else:
+        return None
+    return stem if stem.isidentifier() else None
+
+
+# -------------------------------------------------------------------- snapshots
+def _copy_entry(source: Path, target: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=True)
+    else:
+        shutil.copy2(source, target, follow_symlinks=False)
+
+
+def snapshot_folder(source: Path, target: Path) -> Path:
+    """A private copy of `source` (the template, the hidden checks) in the run folder,
+    outside every sandbox, taken once when the run starts; made read-only."""
+    from harness.workspace.folder import Workspace
+
+    copy = Workspace.create(target, source).root
+    for folder, _dirs, files in os.walk(copy):
+        for name in files:
+            path = Path(folder, name)
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode & ~0o222)
+    return copy
+
+
+# ----------------------------------------------------------------------- the tree
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve(strict=True).relative_to(root)
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return True
+
+
+def _copy_workspace(workspace: Path, dest: Path) -> list[str]:
+    """Copy the workspace (step 1's removals included); returns what was not copied."""
+    root = workspace.resolve(strict=True)
+    skipped: list[str] = []
+    entries = 0
+    total = 0
+    dest.mkdir(parents=True)
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        here = Path(folder)
+        rel_here = here.relative_to(root)
+        kept_dirs: list[str] = []
+        for name in sorted(dirs):
+            path = here / name
+            if name in _BYTECODE_DIRS:
+                continue
+            if path.is_symlink():
+                skipped.append((rel_here / name).as_posix() + " (a link to a folder)")
+                continue
+            kept_dirs.append(name)
+            (dest / rel_here / name).mkdir()
+        dirs[:] = kept_dirs
+        for name in sorted(files):
+            entries += 1
+            if entries > MAX_ENTRIES:
+                raise TreeError(f"the workspace has more than {MAX_ENTRIES} entries")
+            if name.endswith(_DROPPED_SUFFIXES):
+                continue
+            path = here / name
+            rel = (rel_here / name).as_posix()
+            if path.is_symlink():
+                if not _inside(path, root) or not path.resolve().is_file():
+                    skipped.append(f"{rel} (a link leaving the workspace or not to a file)")
+                    continue
+                path = path.resolve()
+            mode = path.lstat().st_mode
+            if not stat.S_ISREG(mode):
+                skipped.append(f"{rel} (not a regular file)")
+                continue
+            total += path.lstat().st_size
+            if total > MAX_BYTES:
+                raise TreeError(f"the workspace holds more than {MAX_BYTES} bytes")
+            shutil.copyfile(path, dest / rel, follow_symlinks=False)
+            os.chmod(dest / rel, stat.S_IMODE(mode) | 0o600)
+    return skipped
+
+
+def _files(root: Path) -> list[str]:
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        here = Path(folder)
+        for name in sorted(files):
+            found.append((here / name).relative_to(root).as_posix())
+    return found
+
+
+def _runner_tables(path: Path) -> dict[str, object] | None:
+    """The test-runner tables of a pyproject.toml; None when it does not parse."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    tool = data.get("tool")
+    if not isinstance(tool, dict):
+        return {}
+    return {k: tool[k] for k in RUNNER_TABLES if k in tool}
+
+
+_INTERPRETERS = re.compile(r"^(?:.*/)?(?:sh|bash|zsh|dash|python[0-9.]*|node|ruby|perl)$")
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".rb", ".pl")
+_CHECK_SCRIPT = re.compile(r"^(?:check|verify|grade|run_tests|runtests)", re.IGNORECASE)
+
+
+def _relative(word: str) -> str | None:
+    if word.startswith("/workspace/"):
+        word = word[len("/workspace/") :]
+    if not word or word.startswith(("-", "/")):
+        return None
+    pure = PurePosixPath(word.split("::")[0])
+    if ".." in pure.parts or not pure.parts:
+        return None
+    return pure.as_posix()
+
+
+def check_scripts(command: str) -> set[str]:
+    """The script a free command runs as its program — its first word (`./check.sh`),
+    or the first word after an interpreter (`sh check.sh`, `python verify.py`) — when it
+    looks like a check script: a shell, JavaScript, Ruby or Perl script, a file without
+    a suffix, or a Python file named `check…`, `verify…`, `grade…`, `run_tests…`. A
+    Python module a check runs otherwise (`python slug.py`) is the agent's work, graded
+    as written; a check script that must never change belongs in the hidden checks."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return set()
+    if not words:
+        return set()
+    found: set[str] = set()
+    program = words[0]
+    if "/" not in program and not _INTERPRETERS.match(program):
+        return found  # a program looked up on PATH (`test`, `make`), not a file of the tree
+    if _INTERPRETERS.match(program):
+        rest = [w for w in words[1:] if not w.startswith("-")]
+        if not rest or "-c" in words or "-m" in words:  # inline code, or a module
+            return found
+        program = rest[0]
+    rel = _relative(program)
+    if rel is None:
+        return found
+    name = PurePosixPath(rel).name
+    if (
+        name.endswith(_SCRIPT_SUFFIXES)
+        or "." not in name
+        or (name.endswith(".py") and _CHECK_SCRIPT.match(name))
+    ):
+        found.add(rel)
+    return found
+
+
+def runner_paths(args: Iterable[str]) -> set[str]:
+    """The files and folders a test runner's arguments name (`tests/`, `test_a.py`)."""
+    return {rel for word in args if (rel := _relative(word)) is not None}
+
+
+def build_tree(
+    workspace: Path,
+    template: Path | None,
+    dest: Path,
+    named: Iterable[str] = (),
+) -> TreeChanges:
+    """Build the grading tree of one check at `dest` (which must not exist); see the
+    module docstring for the rule. `named`: the workspace-relative files and folders the
+    check names (`check_scripts`, `runner_paths`), restored from the template."""
+    try:
+        skipped = _copy_workspace(workspace, dest)
+        if template is None:
+            return TreeChanges(skipped=tuple(skipped))
+        return _apply_template(template.resolve(strict=True), dest, set(named), skipped)
+    except TreeError:
+        raise
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise TreeError(f"the grading tree could not be built: {exc}") from exc
+
+
+def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[str]) -> TreeChanges:
+    template_files = set(_files(template))
+    template_entries = template_files | {
+        PurePosixPath(f).parents[i].as_posix()
+        for f in template_files
+        for i in range(len(PurePosixPath(f).parents) - 1)
+    }
+    named_dirs = {n for n in named if (template / n).is_dir()}
+    import_dirs = {"."} | {
+        PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
+    }
+    shadowing = shadowing_names()
+    removed: list[str] = []
+    restored: list[str] = []
+
+    def under_named_dir(rel: str) -> bool:
+        return any(rel.startswith(d.rstrip("/") + "/") for d in named_dirs)
+
+    # 2. removals: walk the tree top-down, pruning what goes.
+    for folder, dirs, files in os.walk(dest, followlinks=False):
+        here = Path(folder)
+        rel_here = here.relative_to(dest).as_posix()
+        for name in sorted([*dirs, *files]):
+            rel = name if rel_here == "." else f"{rel_here}/{name}"
+            if rel in template_entries:
+                continue
+            why = _why_removed(rel, name, rel_here in import_dirs, shadowing)
+            if why is None and under_named_dir(rel):
+                why = "not in the task's folder a check names"
+            if why is None and name == "pyproject.toml":
+                tables = _runner_tables(here / name)
+                if tables is None or tables:
+                    why = "a runner hook: test-runner settings the task did not have"
+            if why is not None:
+                _remove(here / name)
+                removed.append(f"{rel}: {why}")
+        dirs[:] = [d for d in dirs if (here / d).is_dir()]
+
+    # 3. restorations from the template.
+    for rel in sorted(template_files):
+        name = PurePosixPath(rel).name
+        wanted = (
+            is_test_file(rel)
+            or name in RUNNER_CONFIGS
+            or rel in named
+            or under_named_dir(rel)
+            or name == "pyproject.toml"
+        )
+        if not wanted:
+            continue
+        source, target = template / rel, dest / rel
+        if name == "pyproject.toml" and target.is_file() and not target.is_symlink():
+            mine = _runner_tables(target)
+            if mine is not None and mine == _runner_tables(source):
+                continue
+        if _same(source, target):
+            continue
+        _restore(source, target, dest)
+        restored.append(rel)
+    return TreeChanges(restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped))
+
+
+def _why_removed(
+    rel: str, name: str, on_import_path: bool, shadowing: frozenset[str]
+) -> str | None:
+    module = module_name(name)
+    if module in _ALWAYS_HOOKS:
+        return "a runner hook: a Python start-up hook the task did not have"
+    if name in RUNNER_CONFIGS:
+        return "a runner hook: test-runner configuration the task did not have"
+    if is_test_file(rel):
+        return "a test file the task did not have (checks run the task's tests)"
+    if on_import_path and module is not None and module in shadowing:
+        return f"a runner hook: it would shadow the installed or standard module {module!r}"
+    return None
+
+
+def _same(source: Path, target: Path) -> bool:
+    try:
+        if target.is_symlink() or not target.is_file():
+            return False
+        return source.read_bytes() == target.read_bytes()
+    except OSError:
+        return False
+
+
+def _restore(source: Path, target: Path, dest: Path) -> None:
+    # Any folder on the way that the agent replaced by a file (or link) goes first.
+    parent = dest
+    for part in target.relative_to(dest).parts[:-1]:
+        parent = parent / part
+        if parent.is_symlink() or (parent.exists() and not parent.is_dir()):
+            _remove(parent)
+        if not parent.exists():
+            parent.mkdir()
+    if target.exists() or target.is_symlink():
+        _remove(target)
+    _copy_entry(source, target)
+    os.chmod(target, stat.S_IMODE(target.stat().st_mode) | 0o600)
