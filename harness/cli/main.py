@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from harness.cli.certify import certify
 from harness.cli.grade import grade
 from harness.cli.lint import lint
 from harness.cli.logs import configure_logging
@@ -20,6 +21,7 @@ def ilh() -> None:
     configure_logging()
 
 
+ilh.add_command(certify)
 ilh.add_command(grade)
 ilh.add_command(lint)
 ilh.add_command(run)

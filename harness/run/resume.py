@@ -25,6 +25,7 @@ from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, RunState, no_progress
 from harness.run.setup import (
     budgets_of,
+    check_handoff,
     client_for,
     grader_client_for,
     model_uri,
@@ -199,6 +200,7 @@ async def resume_run(
     if not task_file:
         raise InputError(run_ref, "E500", "the record names no task file to resume from")
     task = load_task(Path(task_file))
+    check_handoff(task)
     entries = [
         StatusEntry.model_validate(e.payload) for e in events if e.kind is EventKind.STATE_CHANGE
     ]
