@@ -128,7 +128,7 @@ class Certifier:
         target = read_target(req.target, req.cwd)
         contract = req.contract
         if contract.certificate is not None:
-            check_landing(Path(contract.certificate), target)
+            check_landing(req.cwd / contract.certificate, target)
         verb = contract.verb or MINIMAL_VERB
         notes = []
         if contract.verb and carried_content(

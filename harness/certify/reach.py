@@ -66,15 +66,20 @@ class Reach:
     lexicon: Lexicon
     target_path: Path | None = None
     _texts: list[tuple[str, str]] | None = field(default=None, repr=False)
+    _joined: str | None = field(default=None, repr=False)
+    definitions: dict[object, str | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.sources = [Path(os.path.realpath(s)) for s in self.sources]
+        self._target_real = (
+            None if self.target_path is None else Path(os.path.realpath(self.target_path))
+        )
 
     # -- inside the reach ------------------------------------------------------------
 
     def within(self, path: Path) -> bool:
         real = Path(os.path.realpath(path))
-        if self.target_path is not None and real == Path(os.path.realpath(self.target_path)):
+        if real == self._target_real:
             return True
         return any(real == s or (s.is_dir() and real.is_relative_to(s)) for s in self.sources)
 
@@ -108,6 +113,12 @@ class Reach:
             texts.append((self.label(path), data.decode("utf-8", errors="replace")))
         self._texts = texts
         return texts
+
+    def joined_sources(self) -> str:
+        """Every granted text at once: a quick test before looking file by file."""
+        if self._joined is None:
+            self._joined = "\n\0\n".join(text for _, text in self.source_texts())
+        return self._joined
 
     def _source_files(self) -> list[Path]:
         files: list[Path] = []

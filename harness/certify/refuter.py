@@ -326,7 +326,6 @@ class RefuterSession:
                 try:
                     text = await self._converse(inputs, ws, correction)
                 except _NoAnswer as stop:
-                    outcome.reason = str(stop)
                     outcome.problems.append(str(stop))
                     self.record(
                         EventKind.NOTE,
@@ -373,7 +372,7 @@ class RefuterSession:
                 outcome.verdict = verdict
                 break
         outcome.calls = self.calls
-        if outcome.verdict is None and outcome.reason is None:
+        if outcome.verdict is None:
             outcome.reason = (
                 f"the refuter gave no valid verdict in {outcome.dispatches} dispatch(es): "
                 + "; ".join(dict.fromkeys(outcome.problems))

@@ -277,40 +277,39 @@ def _pathlike(token: str, is_path: bool) -> bool:
     return token.endswith("/") or "." in parts[-1] or len(parts) > 2
 
 
-def _phrase_pattern(phrase: str) -> re.Pattern[str]:
-    body = r"\s+".join(re.escape(word) for word in phrase.split())
-    if phrase.isascii():
-        return re.compile(rf"(?<!\w){body}(?!\w)", re.IGNORECASE)
-    return re.compile(body)
+def _phrases_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One alternation of every phrase, longest first (a longer anchor wins its span)."""
+    parts = []
+    for phrase in sorted(phrases, key=len, reverse=True):
+        body = r"\s+".join(re.escape(word) for word in phrase.split())
+        parts.append(rf"(?<!\w){body}(?!\w)" if phrase.isascii() else body)
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
 
 
 def deictic(shape: Shape, phrases: tuple[str, ...], scan: Scan) -> None:
-    patterns = [_phrase_pattern(p) for p in phrases]
+    pattern = _phrases_pattern(phrases)
     hits = 0
     for n, line in enumerate(shape.prose, 1):
-        seen: list[tuple[int, int]] = []
-        for pattern in patterns:
-            for match in pattern.finditer(line):
-                if any(not (match.end() <= a or match.start() >= b) for a, b in seen):
-                    continue
-                seen.append((match.start(), match.end()))
-                token = shape.lines[n - 1][match.start() : match.end()]
-                hits += 1
-                scan.findings.append(
-                    LintFinding(
-                        _finding(
-                            token,
-                            n,
-                            match.start() + 1,
-                            "deictic-anchors",
-                            f"'{token}' points at something by its place in the author's "
-                            "session; a fresh receiver has no 'above' or 'earlier'",
-                            "Resolve",
-                            "name the thing it points at: the file, section or decision itself",
-                        ),
-                        "unresolved",
-                    )
+        if pattern is None:
+            break
+        for match in pattern.finditer(line):
+            token = shape.lines[n - 1][match.start() : match.end()]
+            hits += 1
+            scan.findings.append(
+                LintFinding(
+                    _finding(
+                        token,
+                        n,
+                        match.start() + 1,
+                        "deictic-anchors",
+                        f"'{token}' points at something by its place in the author's "
+                        "session; a fresh receiver has no 'above' or 'earlier'",
+                        "Resolve",
+                        "name the thing it points at: the file, section or decision itself",
+                    ),
+                    "unresolved",
                 )
+            )
     scan.checked["deictic-anchors"] = (
         f"{len(phrases)} anchor phrases of the lexicons searched in the prose; {hits} found"
     )
@@ -339,11 +338,23 @@ def defined(
     token: str, text: str, reach: Reach, *, presence_in_sources: bool = False
 ) -> str | None:
     """Where `token` is defined: "the target", a granted source's label, or None."""
+    key = (token, presence_in_sources, len(text), hash(text))
+    cache = reach.definitions
+    if key not in cache:
+        cache[key] = _defined(token, text, reach, presence_in_sources)
+    return cache[key]
+
+
+def _defined(token: str, text: str, reach: Reach, presence_in_sources: bool) -> str | None:
     patterns = _definition_patterns(token)
     if any(p.search(text) for p in patterns):
         return "the target"
+    if token not in reach.joined_sources():
+        return None
     word = re.compile(rf"(?<![\w-]){re.escape(token)}(?![\w-])")
     for label, source in reach.source_texts():
+        if token not in source:
+            continue
         if presence_in_sources and word.search(source):
             return label
         if any(p.search(source) for p in patterns):
@@ -453,7 +464,7 @@ def _expand(match: re.Match[str]) -> list[str]:
     if letter2 not in (None, letter):
         return [f"{letter}{first}", f"{letter2}{last}"]
     lo, hi = int(first), int(last)
-    if hi < lo or hi - lo > 50:
+    if hi < lo or hi - lo > 20:
         return [f"{letter}{first}", f"{letter}{last}"]
     return [f"{letter}{i}" for i in range(lo, hi + 1)]
 
@@ -640,13 +651,13 @@ def _unmatched_backticks(runs: list[re.Match[str]]) -> list[int]:
 
 
 def find_decisions(shape: Shape, reach: Reach, scan: Scan) -> None:
-    markers = [_phrase_pattern(m) for m in reach.lexicon.decision_markers]
+    marker = _phrases_pattern(reach.lexicon.decision_markers)
     by_line: dict[int, list[Locator]] = {}
     for loc in scan.locators:
         by_line.setdefault(loc.line, []).append(loc)
     count = 0
     for n, line in enumerate(shape.prose, 1):
-        hit = next((m for p in markers if (m := p.search(line))), None)
+        hit = marker.search(line) if marker is not None else None
         if hit is None:
             continue
         count += 1

@@ -58,7 +58,7 @@ def read_target(given: str, base: Path) -> Target:
     """`given` as the user named it; `base`: the folder relative locators start from."""
     if given.startswith(GIT_PREFIX):
         return read_git(given, base)
-    path = Path(given)
+    path = Path(given) if Path(given).is_absolute() else base / given
     try:
         data = path.read_bytes()
     except IsADirectoryError:
