@@ -466,3 +466,69 @@ def test_a_committed_record_is_certified_by_revision(
     )
     assert code == 1 and "no write channel" in cert["reason"]
     assert (folder / "handoff.md").read_text() == "Read /tmp/x.log first.\n"
+
+
+# -- interactive gates, Markdown, [handoff] file ----------------------------------------------
+
+
+def test_the_prompt_gate_offers_exactly_the_four_options() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from graders.refuter import Finding
+    from harness.certify.gate import PromptGate, UserLeft
+
+    asked: list[tuple[object, dict[str, object]]] = []
+    replies = iter(["Route", "docs/log.txt", "correct", "only the parser"])
+
+    def ask(prompt: object, **kwargs: object) -> str:
+        asked.append((prompt, kwargs))
+        return next(replies)
+
+    gate = PromptGate(Console(file=StringIO()), ask=ask)
+    finding = Finding(
+        quoted_token="/tmp/x",
+        location="1:1",
+        category="unresolvable-references",
+        why_unresolvable="temp",
+        advisory="Route",
+        repair_note="move it",
+    )
+    answer = gate.residual(finding)
+    assert answer is not None and (answer.tag, answer.value) == ("Route", "docs/log.txt")
+    assert asked[0][1]["choices"] == ["Resolve", "Route", "Drop", "Defer"]
+    assert gate.contract("execution_scope", "everything") == ("correct", "only the parser")
+
+    def leave(prompt: object, **kwargs: object) -> str:
+        raise KeyboardInterrupt
+
+    with pytest.raises(UserLeft):
+        PromptGate(Console(file=StringIO()), ask=leave).residual(finding)
+
+
+def test_markdown_rendering_says_what_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = copy_example("certify_tethered", tmp_path)
+    certify(folder, monkeypatch, "handoff.md", *ROLE, "--markdown", "cert.md")
+    text = (folder / "cert.md").read_text()
+    assert text.startswith("# NOT CERTIFIED: handoff.md")
+    assert "**lint-fallback**" in text and "| `/tmp/fizz-run.log` | 4:1 |" in text
+    assert "| emergent | beyond-lint |" in text
+
+
+def test_handoff_file_binding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.certify.check import bind_handoff
+    from harness.inputs.errors import InputError
+
+    folder = copy_example("certify_clean", tmp_path)
+    certify(folder, monkeypatch, "handoff.md", *ROLE, "--certificate", "cert.json")
+    bind_handoff(folder / "cert.json", objective="anything", file=folder / "handoff.md", where="t")
+    with pytest.raises(InputError, match="the task's objective does not match"):
+        bind_handoff(folder / "cert.json", objective="anything", file=None, where="t")
+    (folder / "handoff.md").write_text((folder / "handoff.md").read_text() + " ")
+    with pytest.raises(InputError, match=r"the file handoff\.md does not match"):
+        bind_handoff(folder / "cert.json", objective="", file=folder / "handoff.md", where="t")
+    not_certified = json.loads((folder / "cert.json").read_text()) | {"certified": False}
+    (folder / "no.json").write_text(json.dumps(not_certified))
+    with pytest.raises(InputError, match="not a certificate of portability"):
+        bind_handoff(folder / "no.json", objective="", file=None, where="t")

@@ -387,3 +387,96 @@ def test_record_then_replay_a_certification(
     assert code == 0 and (folder / "rec.jsonl").is_file()
     code, again, _ = certify(folder, monkeypatch, *args, "--model", "replay:rec.jsonl")
     assert code == 0 and again["verdict"] == first["verdict"]
+
+
+def _script(folder: Path, *replies: str) -> None:
+    lines = [
+        json.dumps({"text": r, "usage": {"input_tokens": 900, "output_tokens": 90}})
+        for r in replies
+    ]
+    (folder / "refuter.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def _fail(finding: dict[str, str]) -> str:
+    rows = [
+        dict(r, status="finding") if r["category"] == finding["category"] else r for r in sweep()
+    ]
+    return answer(verdict="Fail", findings=[finding], sweep=rows)
+
+
+def test_a_refuter_fail_repaired_on_the_contract_then_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = copy_example("certify_clean", tmp_path)
+    finding = {
+        "quoted_token": "tests",
+        "location": "contract:activity",
+        "category": "reception-procedure",
+        "why_unresolvable": "which tests?",
+        "advisory": "Resolve",
+        "reference": "test_fizz.py",
+        "repair_note": "name them",
+    }
+    _script(folder, _fail(finding), answer())
+    (folder / "answers.json").write_text(
+        json.dumps(
+            {
+                "findings": [
+                    {
+                        "token": "tests",
+                        "location": "contract:activity",
+                        "answer": "Resolve",
+                        "value": "make test_fizz.py pass",
+                    }
+                ]
+            }
+        )
+    )
+    code, cert, _ = certify(
+        folder,
+        monkeypatch,
+        "handoff.md",
+        "--role",
+        "implementer",
+        "--source",
+        "project",
+        "--activity",
+        "make the tests pass",
+        "--model",
+        "scripted:refuter.jsonl",
+        "--answers",
+        "answers.json",
+    )
+    assert code == 0 and cert["passes"] == 2 and cert["verdict"]["result"] == "Pass"
+    assert cert["outcome"] == {"kind": "AlreadyPortable"}  # the contract changed, not the target
+
+
+@pytest.mark.parametrize(
+    ("category", "rule"),
+    [("operative-procedure", "Rule 27"), ("contract-provenance-misfit", "Rule 29")],
+)
+def test_backstops_end_without_a_certificate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, category: str, rule: str
+) -> None:
+    folder = copy_example("certify_clean", tmp_path)
+    finding = {
+        "quoted_token": "fizzbuzz",
+        "location": "3:12",
+        "category": category,
+        "why_unresolvable": "x",
+        "advisory": "Drop",
+        "repair_note": "re-declare",
+    }
+    _script(folder, _fail(finding))
+    code, cert, _ = certify(
+        folder,
+        monkeypatch,
+        "handoff.md",
+        "--role",
+        "implementer",
+        "--source",
+        "project",
+        "--model",
+        "scripted:refuter.jsonl",
+    )
+    assert code == 1 and rule in cert["reason"] and cert["residuals"] == []

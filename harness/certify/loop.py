@@ -465,6 +465,15 @@ class Certifier:
                 locator=state.target.ref,
             )
             return answer.tag in ("Resolve", "Route")
+        name = finding.location.removeprefix("contract:")
+        if name in ("activity", "execution_scope", "stop_condition"):
+            if answer.tag not in ("Resolve", "Route") or not answer.value:
+                return False
+            # A Resolve re-declares the field on the user's authority: their own words.
+            corrected = Answers.model_validate({"contract": {name: {"correct": answer.value}}})
+            state.contract = apply_contract_answers(contract, corrected)
+            state.notes.append(f"{name} re-declared on the user's {answer.tag}")
+            return True
         if finding.location == "contract:verification_commands":
             token = finding.quoted_token
             if answer.tag == "Drop":
