@@ -112,3 +112,37 @@ def test_the_wire_estimate_errs_high_on_the_runtime_text_for_a_real_tokenizer() 
     ]
     for text in samples:
         assert wire_text_tokens(text) >= real(text), text[:60]
+
+
+def test_certify_with_smollm2_never_passes_an_invalid_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ilh certify --model local:smollm2` end to end: whatever the tiny model answers, the
+    certificate is valid, and it certifies only on a verdict that passed validation."""
+    from harness.certify.certificate import Certificate
+    from tests.certify_helpers import certify, copy_example
+
+    folder = copy_example("certify_clean", tmp_path)
+    code, cert, _ = certify(
+        folder,
+        monkeypatch,
+        "handoff.md",
+        "--role",
+        "implementer",
+        "--source",
+        "project",
+        "--model",
+        "local:smollm2",
+        "--refuter-calls",
+        "1",
+        "--refuter-tokens",
+        "4400",
+    )
+    Certificate.model_validate(cert)
+    print(f"\ncertified={cert['certified']} reason={cert['reason']}")
+    if cert["certified"]:
+        assert code == 0 and cert["verdict"]["result"] == "Pass"
+        assert cert["verdict"]["realization"] == "refuter-subagent"
+        assert len(cert["verdict"]["sweep"]) == 11
+    else:
+        assert code == 1 and cert["reason"]

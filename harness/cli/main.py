@@ -11,6 +11,11 @@ import click
 
 #: name -> (module, attribute, one-line help shown by `ilh --help` without importing it).
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "certify": (
+        "harness.cli.certify",
+        "certify",
+        "Certify a handoff prompt with the Diylisis protocol.",
+    ),
     "grade": ("harness.cli.grade", "grade", "Grade the work in a workspace against a rubric."),
     "lint": ("harness.cli.lint", "lint", "Lint iLang text with the spec's error codes."),
     "run": ("harness.cli.run", "run", "Run an agent task under enforced iLang v4 semantics."),

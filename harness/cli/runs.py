@@ -155,6 +155,10 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
                 f"  round {event.round} [magenta]grader[/] {data.get('verdict')} score "
                 f"{data.get('score')} / {data.get('threshold')}; missing: {escape(missing)}"
             )
+        elif event.kind is EventKind.NOTE and isinstance(data.get("summary"), str):
+            # A certification's steps (`ilh certify`): phase and what happened.
+            phase = escape(str(data.get("phase", "note")))
+            console.print(f"  round {event.round} [blue]{phase}[/] {escape(data['summary'])}")
         elif event.kind is EventKind.RUN_ENDED:
             console.print(f"  [bold]ended by[/] {data.get('ended_by')}")
 

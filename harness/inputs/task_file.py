@@ -169,6 +169,15 @@ class SandboxSection(Strict):
     memory: Bytes | None = Field(default=None, ge=64 * 1024 * 1024)
 
 
+class HandoffSection(Strict):
+    """`[handoff]`: dispatch only a certified handoff. `certificate` names an `ilh certify`
+    certificate; the task's objective (or `file`, when given) must be exactly the record
+    it certifies (`harness.certify.check.bind_handoff`)."""
+
+    certificate: str = Field(min_length=1)
+    file: str | None = Field(default=None, min_length=1)
+
+
 class TaskFile(Strict):
     task: TaskSection
     budget: BudgetSection = BudgetSection()
@@ -176,6 +185,7 @@ class TaskFile(Strict):
     initial: InitialSection | None = None
     agent: AgentSection | None = None
     sandbox: SandboxSection | None = None
+    handoff: HandoffSection | None = None
 
     @field_validator("budget", mode="before")
     @classmethod

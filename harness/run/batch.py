@@ -20,7 +20,7 @@ from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Progress, no_progress
-from harness.run.setup import client_for, close_client, model_uri, run_task
+from harness.run.setup import check_handoff, client_for, close_client, model_uri, run_task
 from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 
 T = TypeVar("T")
@@ -59,6 +59,8 @@ async def run_tasks(
     sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> list[RunResult]:
     tasks = [load_task(path) for path in task_files]
+    for task in tasks:  # a refused handoff stops the batch before any model is called
+        check_handoff(task)
     clients = []
     try:
         for task in tasks:

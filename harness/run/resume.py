@@ -37,6 +37,7 @@ from harness.run.recorded import (
 )
 from harness.run.setup import (
     budgets_of,
+    check_handoff,
     client_for,
     grader_client_for,
     grading_sources,
@@ -248,6 +249,7 @@ async def resume_run(
     inputs = started.get("inputs")
     rebuilt = rebuilt_task(run_ref, inputs if isinstance(inputs, dict) else {})
     task = rebuilt.task
+    check_handoff(task)
     entries = [
         StatusEntry.model_validate(e.payload) for e in events if e.kind is EventKind.STATE_CHANGE
     ]

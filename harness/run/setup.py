@@ -4,11 +4,12 @@ and the model client named by a model URI."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import Budget, BudgetKind, State
+from harness.certify.check import bind_handoff
 from harness.enforce.lifecycle import Lifecycle
 from harness.grading.tree import GradingSources, snapshot_folder
 from harness.inputs.errors import InputError
@@ -75,6 +76,29 @@ def client_for(
     which wraps whatever client this is in a recorder. `flag`: where the URI came from,
     for the error message. `script`: a scripted agent's turns as the run record kept
     them (resume), instead of its file."""
+    return client_from_uri(
+        uri,
+        task.resolve,
+        start=start,
+        options=options,
+        flag=flag,
+        replay=lambda rest: replay_path(rest, task),
+        script=script,
+    )
+
+
+def client_from_uri(
+    uri: str,
+    resolve: Callable[[str], Path],
+    *,
+    start: int = 0,
+    options: ClientOptions = NO_OPTIONS,
+    flag: str = "--model",
+    replay: Callable[[str], Path] | None = None,
+    script: Sequence[ScriptedTurn] | None = None,
+) -> ModelClient:
+    """`client_for` without a task: `resolve` turns a relative path of the URI into a
+    file (scripted:, local:PATH.gguf); `replay` finds a recording (default: `resolve`)."""
     scheme, _, rest = uri.partition(":")
     if scheme not in MODEL_SCHEMES or not rest:
         raise InputError(flag, "E303", f"not a model URI: {uri!r} ({', '.join(MODEL_SCHEMES)})")
@@ -84,11 +108,11 @@ def client_for(
     if scheme == "scripted" and script is not None:
         client = ScriptedClient(list(script), f"scripted:{Path(rest).name}", start)
     elif scheme == "scripted":
-        client = ScriptedClient.from_file(task.resolve(rest), start=start)
+        client = ScriptedClient.from_file(resolve(rest), start=start)
     elif scheme == "replay":
         from harness.models.clients.replay import ReplayClient
 
-        client = ReplayClient.from_file(replay_path(rest, task))
+        client = ReplayClient.from_file((replay or resolve)(rest))
     elif scheme == "openai":
         from harness.models.clients.openai_client import OpenAIClient
 
@@ -100,7 +124,7 @@ def client_for(
     else:
         from harness.models.clients.local_client import LocalClient
 
-        client = LocalClient.for_uri(rest, task.resolve)
+        client = LocalClient.for_uri(rest, resolve)
     if options.record is not None:
         from harness.models.clients.record import RecordingClient
 
@@ -201,6 +225,7 @@ async def run_task(
     """Run one task. `client`: one already built from the model URI (several tasks are
     set up before any runs, so a bad URI or a missing key stops them all at once);
     `grader_client` likewise for the grader model."""
+    check_handoff(task)
     uri = model_uri(task, model)
     if client is None:
         client = client_for(uri, task, options=options)
@@ -242,6 +267,20 @@ async def run_task(
         grading=grading,
     )
     return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
+
+
+def check_handoff(task: Task) -> None:
+    """`[handoff]`: refuse (bad input, before any model call) a handoff whose objective or
+    file is not the record its certificate certifies."""
+    section = task.spec.handoff
+    if section is None:
+        return
+    bind_handoff(
+        task.resolve(section.certificate),
+        objective=task.spec.task.objective,
+        file=None if section.file is None else task.resolve(section.file),
+        where=str(task.source or task.folder),
+    )
 
 
 def sandbox_policy(task: Task, overrides: SandboxOverrides = NO_OVERRIDES) -> SandboxPolicy:

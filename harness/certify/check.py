@@ -1,0 +1,151 @@
+"""The receiver's side (DIYLISIS Rule 24): `ilh certify --check CERT [TARGET]`, and the
+binding `ilh run` enforces for a task file's `[handoff] certificate = "…"`.
+
+The receiver re-checks with its own tools: the target's digest (a one-byte edit after
+certification is detected, never trusted) and every dereference step: each path a
+judgment routes to must still exist within the granted sources, each committed record
+must still be in the repository. URLs and ids stay what they were, unobserved: the check
+says so rather than pretending to have fetched them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from harness.certify.certificate import Certificate, sha256_digest
+from harness.certify.lexicon import load_lexicon
+from harness.certify.reach import Reach
+from harness.certify.target import read_target
+from harness.inputs.errors import InputError, read_utf8
+
+
+def load_certificate(path: Path) -> Certificate:
+    text = read_utf8(path, "the certificate")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(path, "E300", f"not JSON: {err.msg}", err.lineno, err.colno) from None
+    try:
+        return Certificate.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise InputError(path, "E303", f"not a certificate: {where}: {first['msg']}") from None
+
+
+@dataclass
+class CheckReport:
+    certificate: str
+    target: str
+    problems: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    unobserved: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "ok": self.ok,
+            "certificate": self.certificate,
+            "target": self.target,
+            "problems": self.problems,
+            "checked": self.checked,
+            "unobserved": self.unobserved,
+        }
+
+
+def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
+    """Exit 0 when `ok`, 1 otherwise; an unreadable certificate raises `InputError`."""
+    cert = load_certificate(cert_path)
+    folder = cert_path.parent
+    locator = cert.target.locator
+    if target is None:
+        given = locator if locator.startswith("git:") else str(folder / locator)
+    else:
+        given = target
+    report = CheckReport(certificate=str(cert_path), target=given)
+    if not cert.certified:
+        report.problems.append(f"the certificate says not certified: {cert.reason}")
+    try:
+        current = read_target(given, folder)
+    except InputError as err:
+        report.problems.append(f"the target cannot be read: {err.message}")
+        return report
+    digest = sha256_digest(current.data)
+    if digest != cert.target_identity:
+        report.problems.append(
+            f"the target changed after certification: it is {digest}, the certificate is for "
+            f"{cert.target_identity}; treat it as a draft and certify it again"
+        )
+    else:
+        report.checked.append(f"target identity {digest}")
+    sources = [folder / s.locator for s in cert.reception_procedure.granted_sources]
+    missing = [str(s) for s in sources if not s.exists()]
+    for source in missing:
+        report.problems.append(f"a granted source is gone: {source}")
+    reach = Reach(
+        sources=[s for s in sources if s.exists()],
+        cwd=folder,
+        lexicon=load_lexicon(),
+        target_path=current.path,
+    )
+    for judgment in cert.judgments:
+        verdict = judgment.verdict
+        if verdict.kind != "Reference":
+            continue
+        ref = verdict.stable_ref
+        if ref.kind == "path":
+            got = reach.resolve_path(ref.locator)
+        elif ref.locator.startswith("git:"):
+            got = reach.resolve_git(ref.locator)
+        elif ref.kind == "url":
+            got = reach.resolve_url(ref.locator)
+        else:
+            got = reach.resolve_id(ref.locator)
+        if got.status == "failed":
+            report.problems.append(f"{ref.locator} no longer resolves: {got.why}")
+        elif got.status == "unobserved":
+            report.unobserved.append(f"{ref.locator}: {got.why}")
+        else:
+            report.checked.append(f"{ref.locator}: {got.why}")
+    return report
+
+
+def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where: str) -> None:
+    """`ilh run` dispatches a handoff only as certified: the task's objective (or the file
+    `[handoff] file` names) must have exactly the certified bytes. Raises `InputError`
+    (exit 2, no model called) with the reason otherwise."""
+    cert = load_certificate(certificate)
+    if not cert.certified:
+        raise InputError(
+            where,
+            "E303",
+            f"handoff: {certificate.name} is not a certificate of "
+            f"portability (not certified: {cert.reason})",
+        )
+    if file is not None:
+        try:
+            data = file.read_bytes()
+        except OSError as err:
+            raise InputError(
+                where, "E500", f"handoff: cannot read {file.name}: {err.strerror or err}"
+            ) from None
+        what = f"the file {file.name}"
+    else:
+        data = objective.encode("utf-8")
+        what = "the task's objective"
+    digest = sha256_digest(data)
+    if digest != cert.target_identity:
+        raise InputError(
+            where,
+            "E303",
+            f"handoff: {what} does not match its certificate {certificate.name}: it is "
+            f"{digest}, the certified record is {cert.target_identity}; it changed after "
+            "certification (or is another record): certify it again before dispatch",
+        )

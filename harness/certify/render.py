@@ -1,0 +1,103 @@
+"""A certificate as Markdown, for people: what was certified, under which realization,
+what was observed and what was not, and the reception procedure that leads whatever a
+receiver is handed (DIYLISIS F7: derived copy; the JSON is the record)."""
+
+from __future__ import annotations
+
+from harness.certify.certificate import Certificate
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(cert: Certificate) -> str:
+    verdict = cert.verdict
+    head = "CERTIFIED" if cert.certified else "NOT CERTIFIED"
+    realization = verdict.realization if verdict else "none (no valid verdict)"
+    lines = [
+        f"# {head}: {cert.target.locator}",
+        "",
+        f"- target identity: `{cert.target_identity}`",
+        f"- realization: **{realization}**"
+        + (
+            " (the deterministic legs alone judged: no model refuter ran)"
+            if verdict and verdict.realization == "lint-fallback"
+            else ""
+        ),
+        f"- outcome: {cert.outcome.kind}"
+        + (f" ({len(cert.outcome.deltas)} delta(s))" if cert.outcome.kind == "Repaired" else ""),
+        f"- passes: {cert.passes}; issued {cert.issued_at}"
+        + (f"; run {cert.run_id}" if cert.run_id else ""),
+        f"- activation edge: {cert.activation_edge.verb}",
+    ]
+    if cert.reason:
+        lines += ["", f"**Reason:** {cert.reason}"]
+    if cert.awaiting_confirmation:
+        lines += ["", "Awaiting the user's confirmation: " + ", ".join(cert.awaiting_confirmation)]
+    procedure = cert.reception_procedure
+    lines += [
+        "",
+        "## Reception procedure",
+        "",
+        f"- role: {procedure.role}",
+        "- granted sources: "
+        + (", ".join(f"`{s.locator}`" for s in procedure.granted_sources) or "(none)"),
+        "- verification commands: "
+        + (", ".join(f"`{c}`" for c in procedure.verification_commands) or "(none)"),
+        f"- execution scope: {procedure.execution_scope}",
+        f"- stop condition: {procedure.stop_condition}",
+        "",
+        "Dereference steps (run them with your own tools):",
+        "",
+        *(f"{n}. {step}" for n, step in enumerate(procedure.dereference_steps, 1)),
+    ]
+    if procedure.premises:
+        lines += ["", "Premises to reconfirm:", ""]
+        lines += [
+            f"- {p.claim}" + (f" (deferred until: {p.deferral})" if p.deferral else "")
+            for p in procedure.premises
+        ]
+    if verdict is not None:
+        lines += [
+            "",
+            "## Category sweep",
+            "",
+            "| category | status | what was checked |",
+            "|---|---|---|",
+        ]
+        lines += [f"| {r.category} | {r.status} | {_cell(r.checked)} |" for r in verdict.sweep]
+    if cert.residuals:
+        lines += [
+            "",
+            "## Findings",
+            "",
+            "| token | location | category | why | advisory | answer |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in cert.residuals:
+            f = r.finding
+            answer = (
+                "-"
+                if r.answer is None
+                else r.answer.tag + ("" if not r.deferred else " (deferred)")
+            )
+            lines.append(
+                f"| `{_cell(f.quoted_token)}` | {f.location} | {f.category} | "
+                f"{_cell(f.why_unresolvable)} | {f.advisory} | {answer} |"
+            )
+    observed = [j for j in cert.judgments if j.observation == "observed"]
+    unobserved = [j for j in cert.judgments if j.observation == "unobserved"]
+    inline = [j for j in cert.judgments if j.observation == "inline"]
+    lines += [
+        "",
+        "## Judgments",
+        "",
+        f"{len(inline)} kept inline, {len(observed)} routed and observed, "
+        f"{len(unobserved)} routed and unobserved (durable class, not resolved by the certifier).",
+    ]
+    for j in [*observed, *unobserved]:
+        v = j.verdict
+        if v.kind == "Reference":
+            lines.append(f"- `{v.stable_ref.locator}` ({j.observation}): {j.basis}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,864 @@
+"""The deterministic legs of a certification pass (DIYLISIS F1, F2, F3, F4 and the F6
+lints), over the target's exact text, with positions.
+
+* F1, deictic closure: deictic anchors; session-only identifiers (bare `#4`, `Task #4`,
+  letter-number ids `D3`, `R1–R6` with no definition in the target or a granted source,
+  agent/session/tool-call ids); coined names and acronyms defined neither in the target
+  nor in a granted source.
+* F2, grounding closure: every path, URL, id and command, classified by `resolves_at`
+  (`harness.certify.reach`).
+* F3/F4: items are the target's paragraphs. An item with no open finding is KEPT on the
+  target's own text (DocumentRead, inline); each locator that resolves or is of a durable
+  class is ROUTEd by reference. Each becomes a RouteJudgment with its basis.
+* F6 lints: rendering accidents (stray `~…~`, unbalanced backticks, accidental
+  headings, an unclosed fence); decision-shaped items with no durable ledger pointer
+  (Rule 33); `--verify` commands naming files that do not exist.
+
+Positions are `line:col`, both from 1, columns in characters. Every finding quotes the
+token exactly as it stands at its position.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Literal
+
+from graders.refuter import CATEGORY_IDS, Advisory, Finding, SweepRow, Verdict
+from harness.certify.certificate import (
+    ContextItem,
+    DecisionRecord,
+    ReferenceVerdict,
+    ResidualReason,
+    RouteJudgment,
+    StableRef,
+    ValueVerdict,
+)
+from harness.certify.contract import MINIMAL_VERB, Contract
+from harness.certify.reach import Reach, Resolution
+
+_URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>()`\"'\]]+")
+_HOSTPORT = re.compile(r"(?<![\w./-])(?:localhost|127\.0\.0\.1|0\.0\.0\.0)(?::\d+)?(?:/[^\s`)]*)?")
+_GIT = re.compile(r"(?<![\w/])git:[\w.^~/-]+:[\w./@+-]+")
+_REPO_ID = re.compile(r"(?<![\w/.-])[A-Za-z0-9][\w.-]*/[\w.-]+#\d+\b")
+_EXT = (
+    r"(?:py|md|txt|toml|json|jsonl|yaml|yml|sh|bash|cfg|ini|js|mjs|ts|tsx|rs|go|c|h|cc|cpp|"
+    r"hpp|java|kt|rb|sql|csv|tsv|log|lock|html|css|xml|ipynb|rst|env|conf|gguf|db|patch|diff)"
+)
+_PATH = re.compile(
+    r"(?<![\w/.:@$~-])"
+    r"(?:(?:~|\$\{?[A-Za-z_]+\}?|%[A-Z]+%|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]*[\w/]"  # rooted
+    r"|(?:[\w@+-][\w.@+-]*/)+(?:[\w.@+-]*[\w])?/?"  # relative with a slash
+    r"|[\w-][\w.-]*\." + _EXT + r")"  # a bare file name
+    r"(?![\w/])"
+)
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})(.*)$")
+_BACKTICKS = re.compile(r"`+")
+_LETTER_ID = re.compile(
+    r"(?<![\w./#-])([A-Z])(\d{1,3})(?:\s?[–—-]\s?(?:([A-Z]))?(\d{1,3}))?(?![\w/-])"
+)
+_BARE_HASH = re.compile(r"(?<![\w/&#\\-])#(\d{1,6})\b")
+_ACRONYM = re.compile(r"(?<![\w/.$-])([A-Z][A-Z0-9]{1,7})(s?)(?![\w/-])")
+_CAMEL = re.compile(r"(?<![\w/.$-])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)(?![\w/-])")
+_SETEXT = re.compile(r"^\s{0,3}(=+|-{2,})\s*$")
+_ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(\S)")
+_LIST_OR_TABLE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\||>)")
+
+Category = str
+
+
+@dataclass(frozen=True)
+class LintFinding:
+    """A finding of a deterministic leg, and where its residual belongs."""
+
+    finding: Finding
+    reason: ResidualReason
+    source: Literal["lint", "contract"] = "lint"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.finding.quoted_token, self.finding.location
+
+
+@dataclass
+class Locator:
+    token: str
+    line: int
+    col: int
+    resolution: Resolution
+
+
+@dataclass
+class Scan:
+    findings: list[LintFinding] = field(default_factory=list)
+    judgments: list[RouteJudgment] = field(default_factory=list)
+    decisions: list[DecisionRecord] = field(default_factory=list)
+    locators: list[Locator] = field(default_factory=list)
+    checked: dict[Category, str] = field(default_factory=dict)
+
+
+def _finding(
+    token: str,
+    line: int,
+    col: int,
+    category: str,
+    why: str,
+    advisory: Advisory,
+    note: str,
+    reference: str | None = None,
+) -> Finding:
+    return Finding(
+        quoted_token=token,
+        location=f"{line}:{col}",
+        category=category,
+        why_unresolvable=why,
+        advisory=advisory,
+        reference=reference,
+        repair_note=note,
+    )
+
+
+# -- the text's shape --------------------------------------------------------------------
+
+
+@dataclass
+class Shape:
+    """Per line: inside a fence or not; and the prose mask (code spans, URLs blanked)."""
+
+    lines: list[str]
+    fenced: list[bool]
+    fence_open: tuple[int, str] | None  # an unclosed fence: (line, opener)
+    prose: list[str]
+
+    @classmethod
+    def of(cls, text: str) -> Shape:
+        lines = text.split("\n")
+        fenced: list[bool] = []
+        opener: tuple[int, str, str] | None = None  # (line, marker char, full marker)
+        for n, line in enumerate(lines, 1):
+            match = _FENCE.match(line)
+            if opener is None:
+                if match:
+                    opener = (n, match.group(1)[0], match.group(1))
+                    fenced.append(True)
+                else:
+                    fenced.append(False)
+            else:
+                fenced.append(True)
+                if (
+                    match
+                    and match.group(1)[0] == opener[1]
+                    and len(match.group(1)) >= len(opener[2])
+                    and not match.group(2).strip()
+                ):
+                    opener = None
+        prose = [
+            _blank_code(line) if not f else " " * len(line)
+            for line, f in zip(lines, fenced, strict=True)
+        ]
+        fence_open = (opener[0], opener[2]) if opener else None
+        return cls(lines, fenced, fence_open, prose)
+
+
+def _blank_code(line: str) -> str:
+    """The line with code spans and URLs replaced by spaces (columns kept)."""
+    out = list(line)
+    runs = list(_BACKTICKS.finditer(line))
+    used: set[int] = set()
+    for i, run in enumerate(runs):
+        if i in used:
+            continue
+        for j in range(i + 1, len(runs)):
+            if j not in used and len(runs[j].group()) == len(run.group()):
+                used |= {i, j}
+                for k in range(run.start(), runs[j].end()):
+                    out[k] = " "
+                break
+    blanked = "".join(out)
+    for url in _URL.finditer(blanked):
+        blanked = blanked[: url.start()] + " " * (url.end() - url.start()) + blanked[url.end() :]
+    return blanked
+
+
+# -- the scan ------------------------------------------------------------------------------
+
+
+def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
+    shape = Shape.of(text)
+    scan = Scan()
+    lex = reach.lexicon
+    scan_locators(shape, reach, scan)
+    deictic(shape, lex.deictic, scan)
+    session_ids(shape, reach, scan)
+    coined(shape, reach, scan)
+    rendering(shape, scan)
+    find_decisions(shape, reach, scan)
+    verify_commands(contract, reach, scan)
+    edge(contract, text, reach, scan)
+    judgments(shape, scan)
+    sweep_notes(scan, contract, lex.languages)
+    scan.findings.sort(key=_position)
+    return scan
+
+
+def _position(item: LintFinding) -> tuple[int, int, int]:
+    where = item.finding.location
+    if where[:1].isdigit():
+        line, col = where.split(":")
+        return (0, int(line), int(col))
+    return (1, 0, 0)
+
+
+def scan_locators(shape: Shape, reach: Reach, scan: Scan) -> None:
+    count = {"observed": 0, "unobserved": 0, "failed": 0}
+    for n, line in enumerate(shape.lines, 1):
+        taken: list[tuple[int, int]] = []
+
+        def free(start: int, end: int, taken: list[tuple[int, int]] = taken) -> bool:
+            return all(end <= a or start >= b for a, b in taken)
+
+        found: list[tuple[int, str, Resolution]] = []
+        for pattern, resolve in (
+            (_URL, reach.resolve_url),
+            (_GIT, reach.resolve_git),
+            (_HOSTPORT, lambda t: reach.resolve_url("http://" + t)),
+            (_REPO_ID, reach.resolve_id),
+            (_PATH, reach.resolve_path),
+        ):
+            for match in pattern.finditer(line):
+                token = match.group().rstrip(".,;:!?")
+                if pattern is _URL:
+                    token = token.rstrip(")")
+                start, end = match.start(), match.start() + len(token)
+                if not token or not free(start, end) or not _pathlike(token, pattern is _PATH):
+                    continue
+                taken.append((start, end))
+                found.append((start, token, resolve(token)))
+        for start, token, resolution in sorted(found):
+            count[resolution.status] += 1
+            scan.locators.append(Locator(token, n, start + 1, resolution))
+            if resolution.status == "failed":
+                scan.findings.append(
+                    LintFinding(
+                        _finding(
+                            token,
+                            n,
+                            start + 1,
+                            "unresolvable-references",
+                            f"{token}: {resolution.why}",
+                            "Route",
+                            "move what it holds into a granted source or a durable record and "
+                            "point there, or carry the content inline",
+                        ),
+                        "unresolved",
+                    )
+                )
+    scan.checked["unresolvable-references"] = (
+        f"{sum(count.values())} locators (paths, URLs, git records, ids) classified by "
+        f"resolves_at: {count['observed']} observed within the granted sources, "
+        f"{count['unobserved']} unobserved (durable class beyond reach, not resolved), "
+        f"{count['failed']} failed"
+    )
+
+
+def _pathlike(token: str, is_path: bool) -> bool:
+    if not is_path:
+        return True
+    if token.startswith(("/", "~", "$", "%", "./", "../")):
+        return len(token) > 1 and any(c.isalpha() for c in token)
+    parts = [p for p in token.split("/") if p]
+    if not parts or not any(any(c.isalpha() for c in p) for p in parts):
+        return False  # 1/2, 2024/05
+    if "/" not in token:
+        return True  # a bare file name with a known extension
+    # `and/or`, `TCP/IP`, `read/write`: words, not a path. A path has an extension, a
+    # trailing slash, or more than two segments.
+    return token.endswith("/") or "." in parts[-1] or len(parts) > 2
+
+
+def _phrases_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One alternation of every phrase, longest first (a longer anchor wins its span)."""
+    parts = []
+    for phrase in sorted(phrases, key=len, reverse=True):
+        body = r"\s+".join(re.escape(word) for word in phrase.split())
+        parts.append(rf"(?<!\w){body}(?!\w)" if phrase.isascii() else body)
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+def deictic(shape: Shape, phrases: tuple[str, ...], scan: Scan) -> None:
+    pattern = _phrases_pattern(phrases)
+    hits = 0
+    for n, line in enumerate(shape.prose, 1):
+        if pattern is None:
+            break
+        for match in pattern.finditer(line):
+            token = shape.lines[n - 1][match.start() : match.end()]
+            hits += 1
+            scan.findings.append(
+                LintFinding(
+                    _finding(
+                        token,
+                        n,
+                        match.start() + 1,
+                        "deictic-anchors",
+                        f"'{token}' points at something by its place in the author's "
+                        "session; a fresh receiver has no 'above' or 'earlier'",
+                        "Resolve",
+                        "name the thing it points at: the file, section or decision itself",
+                    ),
+                    "unresolved",
+                )
+            )
+    scan.checked["deictic-anchors"] = (
+        f"{len(phrases)} anchor phrases of the lexicons searched in the prose; {hits} found"
+    )
+
+
+# -- definitions -----------------------------------------------------------------------------
+
+
+def _definition_patterns(token: str) -> list[re.Pattern[str]]:
+    t = re.escape(token)
+    mark = r"(?:\*\*|__|`|\*)?"
+    return [
+        # `D3: …`, `- **D3** — …`, `### D3. …`, `| D3 | … |`
+        re.compile(
+            rf"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s*|\|\s*)?{mark}{t}{mark}\s*(?:[:：.)=|—–-]|\s[-–—=:])",
+            re.MULTILINE,
+        ),
+        re.compile(rf"(?<![\w-]){t}\s*\((?=[^)]*[a-z가-힣])"),  # ZMR (zero-memory refuter)
+        re.compile(rf"\([^()]*(?<![\w-]){t}(?![\w-])[^()]*\)"),  # zero-memory refuter (ZMR)
+        re.compile(rf"(?<![\w-]){t}{mark}\s+(?:means|stands for|is short for|is defined as|=)\s"),
+        re.compile(rf"(?<![\w-]){t}{mark}\s*(?::|=)\s*\S"),
+    ]
+
+
+def defined(
+    token: str, text: str, reach: Reach, *, presence_in_sources: bool = False
+) -> str | None:
+    """Where `token` is defined: "the target", a granted source's label, or None."""
+    key = (token, presence_in_sources, len(text), hash(text))
+    cache = reach.definitions
+    if key not in cache:
+        cache[key] = _defined(token, text, reach, presence_in_sources)
+    return cache[key]
+
+
+def _defined(token: str, text: str, reach: Reach, presence_in_sources: bool) -> str | None:
+    patterns = _definition_patterns(token)
+    if any(p.search(text) for p in patterns):
+        return "the target"
+    if token not in reach.joined_sources():
+        return None
+    word = re.compile(rf"(?<![\w-]){re.escape(token)}(?![\w-])")
+    for label, source in reach.source_texts():
+        if token not in source:
+            continue
+        if presence_in_sources and word.search(source):
+            return label
+        if any(p.search(source) for p in patterns):
+            return label
+    return None
+
+
+def session_ids(shape: Shape, reach: Reach, scan: Scan) -> None:
+    text = "\n".join(shape.lines)
+    lex = reach.lexicon
+    reported: set[str] = set()
+    taken: dict[int, list[tuple[int, int]]] = {}
+
+    def report(n: int, start: int, token: str, why: str, advisory: Advisory, note: str) -> None:
+        spans = taken.setdefault(n, [])
+        end = start + len(token)
+        if any(not (end <= a or start >= b) for a, b in spans):
+            return
+        spans.append((start, end))
+        if token in reported:
+            return
+        reported.add(token)
+        scan.findings.append(
+            LintFinding(
+                _finding(token, n, start + 1, "session-identifiers", why, advisory, note),
+                "unresolved",
+            )
+        )
+
+    words = "|".join(re.escape(w) for w in lex.numbered_words)
+    numbered = (
+        re.compile(rf"(?<!\w)(?:{words})\s*#?\s*(\d{{1,4}})\b", re.IGNORECASE) if words else None
+    )
+    custom = [re.compile(p) for p in lex.session_id_patterns]
+    count = 0
+    for n, line in enumerate(shape.prose, 1):
+        original = shape.lines[n - 1]
+        for pattern in custom:
+            for match in pattern.finditer(original):
+                count += 1
+                report(
+                    n,
+                    match.start(),
+                    match.group(),
+                    "an identifier of the author's session (an agent, session or tool-call "
+                    "id, or the author's own numbering); it means nothing outside it",
+                    "Drop",
+                    "remove it, or replace it with the durable record it stood for",
+                )
+        if numbered is not None:
+            for match in numbered.finditer(line):
+                token = original[match.start() : match.end()]
+                count += 1
+                if defined(token, text, reach) is None:
+                    report(
+                        n,
+                        match.start(),
+                        token,
+                        f"'{token}' is a number from the author's own list; neither the target "
+                        "nor a granted source says what it is",
+                        "Resolve",
+                        "say what it is in words, or point to the durable record it numbers",
+                    )
+        for match in _BARE_HASH.finditer(line):
+            token = original[match.start() : match.end()]
+            count += 1
+            if defined(token, text, reach) is None:
+                report(
+                    n,
+                    match.start(),
+                    token,
+                    f"'{token}' is a bare number with no repository or list that defines it",
+                    "Resolve",
+                    "name the issue or pull request in full (owner/repo#N or its URL), or say "
+                    "what it is",
+                )
+        for match in _LETTER_ID.finditer(line):
+            token = original[match.start() : match.end()]
+            if token in lex.known_acronyms:
+                continue
+            count += 1
+            members = _expand(match)
+            if defined(token, text, reach) is not None or all(
+                defined(m, text, reach) is not None for m in members
+            ):
+                continue
+            report(
+                n,
+                match.start(),
+                token,
+                f"'{token}' is numbering that lived in the author's session: "
+                + ", ".join(m for m in members if defined(m, text, reach) is None)
+                + " defined neither in the target nor in a granted source",
+                "Resolve",
+                "define each numbered item in the target, or point to the record that does",
+            )
+    scan.checked["session-identifiers"] = (
+        f"{count} identifier-shaped tokens (#N, numbered words, letter-number ids, session "
+        "and agent id shapes) checked for a definition in the target or a granted source"
+    )
+
+
+def _expand(match: re.Match[str]) -> list[str]:
+    letter, first, letter2, last = match.group(1), match.group(2), match.group(3), match.group(4)
+    if last is None:
+        return [f"{letter}{first}"]
+    if letter2 not in (None, letter):
+        return [f"{letter}{first}", f"{letter2}{last}"]
+    lo, hi = int(first), int(last)
+    if hi < lo or hi - lo > 20:
+        return [f"{letter}{first}", f"{letter}{last}"]
+    return [f"{letter}{i}" for i in range(lo, hi + 1)]
+
+
+def coined(shape: Shape, reach: Reach, scan: Scan) -> None:
+    text = "\n".join(shape.lines)
+    lex = reach.lexicon
+    seen: set[str] = set()
+    checked = 0
+    for n, line in enumerate(shape.prose, 1):
+        original = shape.lines[n - 1]
+        candidates: list[tuple[int, str, bool]] = []
+        for match in _ACRONYM.finditer(line):
+            token = match.group(1)
+            if token in lex.known_acronyms or token + match.group(2) in lex.known_acronyms:
+                continue
+            if sum(c.isupper() for c in token) < 2 or _LETTER_ID.fullmatch(token):
+                continue
+            candidates.append((match.start(), token, False))
+        for match in _CAMEL.finditer(line):
+            candidates.append((match.start(), match.group(1), True))
+        for start, token, camel in sorted(candidates):
+            if token in seen or original[start : start + len(token)] != token:
+                continue
+            seen.add(token)
+            checked += 1
+            if token in lex.known_acronyms:
+                continue
+            if defined(token, text, reach, presence_in_sources=camel) is not None:
+                continue
+            scan.findings.append(
+                LintFinding(
+                    _finding(
+                        token,
+                        n,
+                        start + 1,
+                        "coined-names",
+                        f"'{token}' is a coined name or acronym defined neither in the target "
+                        "nor in a granted source",
+                        "Resolve",
+                        f"define {token} where it first appears, e.g. '{token} (what it means)'",
+                    ),
+                    "unresolved",
+                )
+            )
+    scan.checked["coined-names"] = (
+        f"{checked} acronyms and CamelCase names checked for a definition ('X (…)', '(X)', "
+        "'X: …', 'X means …') in the target or the granted sources"
+    )
+
+
+def rendering(shape: Shape, scan: Scan) -> None:
+    found = 0
+
+    def add(token: str, n: int, col: int, why: str, note: str) -> None:
+        nonlocal found
+        found += 1
+        scan.findings.append(
+            LintFinding(
+                _finding(
+                    token,
+                    n,
+                    col,
+                    "rendering-accidents",
+                    why,
+                    "Resolve",
+                    note,
+                    reference="the intended plain text",
+                ),
+                "unresolved",
+            )
+        )
+
+    paragraph_runs: list[tuple[int, re.Match[str]]] = []
+
+    def close_paragraph() -> None:
+        unmatched = _unmatched_backticks([m for _, m in paragraph_runs])
+        for index in unmatched[:1]:
+            n, match = paragraph_runs[index]
+            add(
+                match.group(),
+                n,
+                match.start() + 1,
+                "an unbalanced backtick: the rest of the paragraph renders as code, or the "
+                "backtick shows as a stray character",
+                "close the code span, or remove the stray backtick",
+            )
+        paragraph_runs.clear()
+
+    previous = ""
+    for n, line in enumerate(shape.lines, 1):
+        if shape.fenced[n - 1]:
+            close_paragraph()
+            previous = ""
+            continue
+        if not line.strip():
+            close_paragraph()
+            previous = ""
+            continue
+        paragraph_runs.extend((n, m) for m in _BACKTICKS.finditer(line))
+        prose = _blank_code(line)
+        for start, end in _tilde_pairs(prose):
+            add(
+                line[start : end + 1],
+                n,
+                start + 1,
+                "single tildes pair up and render as strikethrough: the text between them "
+                "reads as deleted",
+                "write the range or approximation without tildes ('10-20', 'about 5'), or "
+                "escape them (\\~)",
+            )
+        setext = _SETEXT.match(line)
+        if (
+            setext
+            and previous.strip()
+            and not _LIST_OR_TABLE.match(previous)
+            and not _ATX.match(previous)
+            and (previous.rstrip().endswith((".", ",", ":", ";")) or len(previous) > 60)
+        ):
+            add(
+                setext.group(1),
+                n,
+                line.index(setext.group(1)) + 1,
+                "this line turns the sentence above it into a heading",
+                "put a blank line before it, or remove it",
+            )
+        atx = _ATX.match(line)
+        if atx and atx.group(2).islower() and atx.group(2).isascii():
+            add(
+                line.strip()[:40],
+                n,
+                len(line) - len(line.lstrip()) + 1,
+                "a line starting with '#' renders as a heading; this one reads as a sentence",
+                "rephrase so the line does not start with '# ', or escape it (\\#)",
+            )
+        previous = line
+    close_paragraph()
+    if shape.fence_open is not None:
+        n, opener = shape.fence_open
+        add(
+            opener,
+            n,
+            shape.lines[n - 1].index(opener) + 1,
+            "a code fence that never closes: everything after it renders as code",
+            "close the fence",
+        )
+    scan.checked["rendering-accidents"] = (
+        "single-tilde pairs (strikethrough), backtick balance per paragraph, setext and ATX "
+        f"heading accidents, unclosed fences; {found} found"
+    )
+
+
+def _tilde_pairs(line: str) -> list[tuple[int, int]]:
+    singles = [
+        i
+        for i, c in enumerate(line)
+        if c == "~"
+        and (i == 0 or line[i - 1] != "~")
+        and (i + 1 >= len(line) or line[i + 1] not in "~/")
+    ]
+    pairs: list[tuple[int, int]] = []
+    i = 0
+    while i + 1 < len(singles):
+        a, b = singles[i], singles[i + 1]
+        if not line[a + 1].isspace() and not line[b - 1].isspace() and b > a + 1:
+            pairs.append((a, b))
+            i += 2
+        else:
+            i += 1
+    return pairs
+
+
+def _unmatched_backticks(runs: list[re.Match[str]]) -> list[int]:
+    open_runs: list[int] = []
+    for index, run in enumerate(runs):
+        match = next(
+            (k for k in reversed(open_runs) if len(runs[k].group()) == len(run.group())), None
+        )
+        if match is not None:
+            open_runs = open_runs[: open_runs.index(match)]
+        else:
+            open_runs.append(index)
+    return open_runs
+
+
+def find_decisions(shape: Shape, reach: Reach, scan: Scan) -> None:
+    marker = _phrases_pattern(reach.lexicon.decision_markers)
+    by_line: dict[int, list[Locator]] = {}
+    for loc in scan.locators:
+        by_line.setdefault(loc.line, []).append(loc)
+    count = 0
+    for n, line in enumerate(shape.prose, 1):
+        hit = marker.search(line) if marker is not None else None
+        if hit is None:
+            continue
+        count += 1
+        claim = shape.lines[n - 1].strip()[:300]
+        pointer = next(
+            (loc for loc in by_line.get(n, []) if loc.resolution.status != "failed"), None
+        )
+        if pointer is not None:
+            scan.decisions.append(
+                DecisionRecord(
+                    claim=claim,
+                    ledger_ref=StableRef(kind=pointer.resolution.kind, locator=pointer.token),
+                )
+            )
+            continue
+        token = shape.lines[n - 1][hit.start() : hit.end()]
+        scan.findings.append(
+            LintFinding(
+                _finding(
+                    token,
+                    n,
+                    hit.start() + 1,
+                    "inference-as-evidence",
+                    "a decision with no durable record of its rationale (a commit, an issue or "
+                    "pull request, a tracked document): the receiver must take it on the "
+                    "author's word",
+                    "Route",
+                    "point to where the decision was made and why (Rule 33)",
+                ),
+                "certification-leg",
+            )
+        )
+    scan.checked["inference-as-evidence"] = (
+        f"{count} decision-shaped lines checked for a durable ledger pointer; whether each "
+        "judgment's basis truly supports its claim is beyond the lint"
+    )
+
+
+def verify_commands(contract: Contract, reach: Reach, scan: Scan) -> None:
+    named = 0
+    for index, command in enumerate(contract.verify):
+        try:
+            words = shlex.split(command, comments=True)
+        except ValueError:
+            words = command.split()
+        for word in words:
+            value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+            if value.startswith("-") or not _PATH.fullmatch(value) or not _pathlike(value, True):
+                continue
+            named += 1
+            resolution = reach.resolve_path(value)
+            if resolution.status == "observed":
+                continue
+            scan.findings.append(
+                LintFinding(
+                    Finding(
+                        quoted_token=value,
+                        location="contract:verification_commands",
+                        category="reception-procedure",
+                        why_unresolvable=f"verification command {index + 1} names {value}, "
+                        f"which {resolution.why}",
+                        advisory="Resolve",
+                        reference="a command whose files exist in the granted sources",
+                        repair_note="correct the command, or grant the source that holds the file",
+                    ),
+                    "certification-leg",
+                    "contract",
+                )
+            )
+    scan.checked["reception-procedure"] = (
+        f"{len(contract.verify)} verification commands: the {named} files they name must exist "
+        "in the granted sources; whether the activity is executable from the target alone "
+        "is beyond the lint"
+    )
+
+
+def carried_content(
+    verb: str, activity: str | None, text: str, edge_words: frozenset[str]
+) -> list[str]:
+    """Words of a declared activation verb that are task content (content_free fails)."""
+    content = f"{activity or ''}\n{text}".casefold()
+    return [
+        w
+        for w in re.findall(r"[^\W\d_]{5,}", verb.replace("{locator}", ""))
+        if w.casefold() not in edge_words and w.casefold() in content
+    ]
+
+
+def edge(contract: Contract, text: str, reach: Reach, scan: Scan) -> None:
+    if contract.verb is None:
+        scan.checked["activation-edge"] = (
+            f"the minimal verb '{MINIMAL_VERB}', the target by reference: content-free"
+        )
+        return
+    scan.checked["activation-edge"] = (
+        "the declared verb checked content-free against the activity and the target's words "
+        "(re-formed to the minimal verb at F0 when it was not); the locator is the target by "
+        "reference"
+    )
+
+
+def judgments(shape: Shape, scan: Scan) -> None:
+    """F3/F4: KEEP each finding-free paragraph on the target's own text; ROUTE each
+    locator that did not fail, by reference."""
+    open_lines = {
+        int(f.finding.location.split(":")[0])
+        for f in scan.findings
+        if f.finding.location[:1].isdigit()
+    }
+    for start, end in _paragraphs(shape):
+        if any(start <= n <= end for n in open_lines):
+            continue
+        content = "\n".join(shape.lines[start - 1 : end])
+        first = shape.lines[start - 1]
+        col = len(first) - len(first.lstrip()) + 1
+        scan.judgments.append(
+            RouteJudgment(
+                item=ContextItem(
+                    location=f"{start}:{col}",
+                    origin="DocumentRead",
+                    content=first.strip()[:120],
+                ),
+                verdict=ValueVerdict(evidence=content),
+                basis=f"inline in the target, lines {start}-{end}, read from the record itself "
+                "(bound by the target's digest)",
+                observation="inline",
+            )
+        )
+    for loc in scan.locators:
+        if loc.resolution.status == "failed":
+            continue
+        scan.judgments.append(
+            RouteJudgment(
+                item=ContextItem(
+                    location=f"{loc.line}:{loc.col}",
+                    origin="DocumentRead",
+                    content=loc.token,
+                ),
+                verdict=ReferenceVerdict(
+                    stable_ref=StableRef(kind=loc.resolution.kind, locator=loc.token)
+                ),
+                basis=f"resolves_at: {loc.resolution.why}",
+                observation="observed" if loc.resolution.status == "observed" else "unobserved",
+            )
+        )
+
+
+def _paragraphs(shape: Shape) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    start: int | None = None
+    for n, line in enumerate(shape.lines, 1):
+        blank = not line.strip() and not shape.fenced[n - 1]
+        if blank:
+            if start is not None:
+                spans.append((start, n - 1))
+                start = None
+        elif start is None:
+            start = n
+    if start is not None:
+        spans.append((start, len(shape.lines)))
+    return spans
+
+
+def sweep_notes(scan: Scan, contract: Contract, languages: tuple[str, ...]) -> None:
+    scan.checked.setdefault(
+        "operative-procedure",
+        "beyond the lint: whether authored procedure is handed over for adoption unverified",
+    )
+    awaiting = contract.awaiting()
+    authored = [k for k, v in contract.provenance.items() if v == "ai_authored"]
+    scan.checked["contract-provenance-misfit"] = (
+        f"per-field provenance marked at F0 ({len(authored)} AI-authored, "
+        f"{len(authored) - len(awaiting)} confirmed or corrected); whether the scope claims "
+        "more than the user's words is beyond the lint"
+    )
+    scan.checked["emergent"] = (
+        f"beyond the lint (lexicons: {', '.join(languages)}); only a model refuter sweeps it"
+    )
+
+
+BEYOND_LINT = frozenset(
+    {"reception-procedure", "inference-as-evidence", "operative-procedure", "emergent"}
+)
+
+
+def lint_verdict(scan: Scan, open_findings: list[Finding]) -> Verdict:
+    """The lint-fallback verdict: what the deterministic legs saw, no more. A category the
+    lint cannot judge says `beyond-lint` unless the lint found something there."""
+    with_findings = {f.category for f in open_findings}
+    rows = []
+    for category in CATEGORY_IDS:
+        if category in with_findings:
+            status: Literal["clear", "finding", "beyond-lint"] = "finding"
+        elif category in BEYOND_LINT:
+            status = "beyond-lint"
+        else:
+            status = "clear"
+        rows.append(SweepRow(category=category, status=status, checked=scan.checked[category]))
+    return Verdict(
+        result="Fail" if open_findings else "Pass",
+        realization="lint-fallback",
+        findings=tuple(open_findings),
+        sweep=tuple(rows),
+    )

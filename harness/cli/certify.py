@@ -1,0 +1,279 @@
+"""`ilh certify TARGET --role ROLE …`: certify a handoff's portability to a zero-memory
+receiver (DIYLISIS; `harness.certify`), and `ilh certify --check CERT [TARGET]`, the
+receiver's re-check.
+
+Exit 0 certified (or, with --check, the target still has the certified identity and every
+dereference step resolves), 1 not certified (for any reason, a refused contract included),
+2 unreadable input or bad usage (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from harness.certify.certificate import Certificate
+from harness.certify.check import check_certificate
+from harness.certify.contract import NO_ANSWERS, Flags, declare, load_answers
+from harness.certify.gate import Gate, NoGate, PromptGate
+from harness.certify.lexicon import load_lexicon
+from harness.certify.loop import Certifier, Request
+from harness.certify.refuter import RefuterBudget
+from harness.certify.render import render_markdown
+from harness.inputs.durations import parse_duration
+from harness.inputs.errors import InputError
+from harness.models.clients.options import ClientOptions
+from harness.models.interface import ModelClient
+from harness.record.store import StoreError
+from harness.run.setup import client_from_uri, close_client, default_store
+
+EXIT_CERTIFIED = 0
+EXIT_NOT_CERTIFIED = 1
+EXIT_BAD_INPUT = 2
+
+
+@click.command()
+@click.argument("target", required=False)
+@click.option("--role", help="The receiver's role (an open word: implementer, reviewer, …).")
+@click.option("--activity", help="What the receiver will do with the record.")
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    metavar="PATH",
+    help="A granted source (file or folder) the receiver is given; repeatable.",
+)
+@click.option(
+    "--verify",
+    "verify",
+    multiple=True,
+    metavar="CMD",
+    help="A verification command the receiver runs; repeatable.",
+)
+@click.option("--scope", help="The execution scope.")
+@click.option("--stop", help="The stop condition.")
+@click.option(
+    "--utterance",
+    "utterance",
+    multiple=True,
+    metavar="TEXT",
+    help="The user's own words behind this certification (contract provenance).",
+)
+@click.option("--verb", help="The activation verb (default: 'Read {locator} and execute it').")
+@click.option(
+    "--contract",
+    "contract_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A contract file (TOML) with the same fields; its fields are AI-authored "
+    "unless traceable to --utterance.",
+)
+@click.option(
+    "--certificate",
+    "certificate",
+    metavar="PATH",
+    help="Write the certificate (JSON) here when certified.",
+)
+@click.option(
+    "--markdown",
+    "markdown_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the readable Markdown rendering here.",
+)
+@click.option(
+    "--model",
+    help="The refuter's model URI; without one, the realization is "
+    "lint-fallback and the certificate says so.",
+)
+@click.option(
+    "--answers",
+    "answers_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Gate answers and contract confirmations (JSON), for scripts.",
+)
+@click.option(
+    "--apply",
+    "apply_repairs",
+    is_flag=True,
+    help="Apply Resolve/Route/Drop repairs to the target in place.",
+)
+@click.option("--non-interactive", is_flag=True, help="Never prompt: open items end not certified.")
+@click.option("--json", "as_json", is_flag=True, help="The certificate as JSON on stdout.")
+@click.option(
+    "--check",
+    "check_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="CERT",
+    help="The receiver's side: re-check CERT against TARGET.",
+)
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Run store (default .ilh/runs.db); a certification is a run.",
+)
+@click.option(
+    "--record",
+    "record_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Record every refuter call; replay:PATH serves them back offline.",
+)
+@click.option("--base-url", metavar="URL", help="Server for openai:/anthropic: models.")
+@click.option(
+    "--lexicon",
+    "lexicons",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="An extra word-list file (TOML, like harness/certify/lexicon/en.toml).",
+)
+@click.option(
+    "--refuter-tokens",
+    type=click.IntRange(min=1),
+    default=60_000,
+    show_default=True,
+    help="The refuter's token budget.",
+)
+@click.option(
+    "--refuter-time", default="600s", show_default=True, help="The refuter's time budget."
+)
+@click.option(
+    "--refuter-calls",
+    type=click.IntRange(min=1),
+    default=24,
+    show_default=True,
+    help="The refuter's budget of model calls (its rounds).",
+)
+def certify(
+    target: str | None,
+    role: str | None,
+    activity: str | None,
+    sources: tuple[str, ...],
+    verify: tuple[str, ...],
+    scope: str | None,
+    stop: str | None,
+    utterance: tuple[str, ...],
+    verb: str | None,
+    contract_path: Path | None,
+    certificate: str | None,
+    markdown_path: Path | None,
+    model: str | None,
+    answers_path: Path | None,
+    apply_repairs: bool,
+    non_interactive: bool,
+    as_json: bool,
+    check_path: Path | None,
+    store_path: Path | None,
+    record_path: Path | None,
+    base_url: str | None,
+    lexicons: tuple[Path, ...],
+    refuter_tokens: int,
+    refuter_time: str,
+    refuter_calls: int,
+) -> None:
+    """Certify TARGET (a file, or git:REV:PATH) for a zero-memory receiver in ROLE.
+
+    Exit 0 certified, 1 not certified, 2 bad input."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        if check_path is not None:
+            sys.exit(run_check(check_path, target, as_json))
+        flags = Flags(
+            target=target,
+            role=role,
+            activity=activity,
+            sources=sources,
+            verify=verify,
+            scope=scope,
+            stop=stop,
+            certificate=certificate,
+            verb=verb,
+            utterance=utterance,
+        )
+        cwd = Path.cwd()
+        given, contract = declare(flags, contract_path, cwd)
+        answers = load_answers(answers_path) if answers_path is not None else NO_ANSWERS
+        lexicon = load_lexicon(lexicons)
+        seconds = float(parse_duration(refuter_time))
+        interactive = not non_interactive and sys.stdin.isatty()
+        gate: Gate = PromptGate(err) if interactive else NoGate()
+        client: ModelClient | None = None
+        if model:
+            client = client_from_uri(
+                model,
+                lambda rest: (cwd / rest).resolve(),
+                options=ClientOptions(base_url=base_url, record=record_path),
+                replay=lambda rest: Path(rest),
+            )
+        with default_store(store_path) as store:
+            request = Request(
+                target=given,
+                contract=contract,
+                cwd=cwd,
+                lexicon=lexicon,
+                gate=gate,
+                answers=answers,
+                apply=apply_repairs,
+                client=client,
+                model_uri=model,
+                budget=RefuterBudget(tokens=refuter_tokens, seconds=seconds, calls=refuter_calls),
+                store=store,
+            )
+            result = asyncio.run(_certify(request, client))
+    except InputError as bad:
+        err.print(f"[bold red]error[/] {bad.render()}", markup=True, highlight=False)
+        sys.exit(EXIT_BAD_INPUT)
+    except (StoreError, ValueError) as bad:
+        err.print(f"[bold red]error[/] {bad}", markup=False)
+        sys.exit(EXIT_BAD_INPUT)
+    emit(result, contract.certificate, markdown_path, as_json, err)
+    sys.exit(EXIT_CERTIFIED if result.certified else EXIT_NOT_CERTIFIED)
+
+
+async def _certify(request: Request, client: ModelClient | None) -> Certificate:
+    try:
+        return await Certifier(request).run()
+    finally:
+        if client is not None:
+            await close_client(client)
+
+
+def emit(
+    result: Certificate,
+    landing: str | None,
+    markdown_path: Path | None,
+    as_json: bool,
+    err: Console,
+) -> None:
+    if landing is not None:
+        if result.certified:
+            Path(landing).write_text(result.to_json() + "\n", encoding="utf-8")
+            err.print(f"certificate written to {landing}", markup=False)
+        else:
+            err.print(f"not certified: no certificate written to {landing}", markup=False)
+    if markdown_path is not None:
+        markdown_path.write_text(render_markdown(result), encoding="utf-8")
+    if as_json:
+        click.echo(result.to_json())
+    else:
+        click.echo(render_markdown(result), nl=False)
+
+
+def run_check(cert: Path, target: str | None, as_json: bool) -> int:
+    report = check_certificate(cert, target)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(
+            f"{'ok' if report.ok else 'CHANGED'}: {report.target} against {report.certificate}"
+        )
+        for line in report.problems:
+            click.echo(f"  problem: {line}")
+        for line in report.checked:
+            click.echo(f"  checked: {line}")
+        for line in report.unobserved:
+            click.echo(f"  unobserved: {line}")
+    return EXIT_CERTIFIED if report.ok else EXIT_NOT_CERTIFIED

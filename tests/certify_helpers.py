@@ -1,0 +1,47 @@
+"""Running `ilh certify` in a copy of an example, offline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from harness.cli.main import ilh
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def copy_example(name: str, tmp_path: Path) -> Path:
+    folder = tmp_path / name
+    shutil.copytree(EXAMPLES / name, folder)
+    return folder
+
+
+def certify(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str, store: Path | None = None
+) -> tuple[int, dict[str, Any], Result]:
+    """`ilh certify ARGS --json --non-interactive` from `folder`; (exit, certificate, result)."""
+    monkeypatch.chdir(folder)
+    runner = CliRunner()
+    store = store or folder.parent / "runs.db"
+    result = runner.invoke(
+        ilh,
+        ["certify", *args, "--json", "--non-interactive", "--store", str(store)],
+        catch_exceptions=False,
+    )
+    body: dict[str, Any] = json.loads(result.stdout) if result.stdout.strip() else {}
+    return result.exit_code, body, result
+
+
+def invoke(folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
+    monkeypatch.chdir(folder)
+    return CliRunner().invoke(ilh, list(args), catch_exceptions=False)
+
+
+def tokens(cert: dict[str, Any]) -> dict[str, str]:
+    """quoted_token -> location of every residual."""
+    return {r["finding"]["quoted_token"]: r["finding"]["location"] for r in cert["residuals"]}
