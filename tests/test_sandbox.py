@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.workspace import cgroups as cgroups_module
 from harness.workspace import sandbox as sandbox_module
 from harness.workspace.commands import run_shell
 from harness.workspace.folder import Workspace
@@ -293,8 +294,7 @@ def test_a_cgroup_that_cannot_be_made_refuses_the_command(
     root.mkdir()
     (root / "cgroup.procs").write_text("")
     (root / "pids.max").write_text("max")
-    monkeypatch.setattr(sandbox_module, "_pids_cgroup_root", lambda: root)
-    root.chmod(0o500)
+    monkeypatch.setattr(cgroups_module, "_V1", tmp_path)
     real_mkdir = Path.mkdir
 
     def refuse(self: Path, *args: object, **kwargs: object) -> None:
@@ -303,5 +303,6 @@ def test_a_cgroup_that_cannot_be_made_refuses_the_command(
         real_mkdir(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Path, "mkdir", refuse)
-    with pytest.raises(SandboxUnavailable):
+    with pytest.raises(SandboxUnavailable, match="pids cgroup"):
         run_shell("true", ws.root, TIMEOUT_S)
+    assert sorted(p.name for p in root.iterdir()) == ["cgroup.procs", "pids.max"]

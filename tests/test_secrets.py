@@ -67,6 +67,8 @@ def test_credential_variables_by_name_and_url_passwords_by_shape(tmp_path: Path)
         "API_KEY_COUNT": "12345678",
         "SHORT_KEY": "abc",
         "SSH_AUTH_SOCK": str(tmp_path),  # an existing path: not a secret
+        "ILH_RECORD_KEY_FILE": str(tmp_path / "not-yet" / "record.key"),  # where, not what
+        "DEPLOY_KEY_FILE": "-----BEGIN KEY----- abc123def456",  # not a path: a secret
         "PATH": "/usr/bin:/bin",
     }
     found = dict(credential_items(env))
@@ -79,6 +81,7 @@ def test_credential_variables_by_name_and_url_passwords_by_shape(tmp_path: Path)
         "SLACK_WEBHOOK",
         "SESSION_COOKIE",
         "DATABASE_URL",
+        "DEPLOY_KEY_FILE",
     }
     assert found["DATABASE_URL"] == "pa55w0rd-db-secret"
 

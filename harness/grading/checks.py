@@ -104,7 +104,7 @@ class CheckRunner:
         env = {CHECKS_VARIABLE: checks_at} if checks_at is not None else {}
         mounts: list[Mount] = []
         if checks is not None and confined:
-            mounts.append(Mount(checks, CHECKS_MOUNT))
+            mounts.append(Mount(checks, CHECKS_MOUNT, hand_over=True))
         if call is None:
             command = criterion.run or ""
             done = run_shell(

@@ -167,6 +167,7 @@ class SandboxSection(Strict):
     open_files: int | None = Field(default=None, ge=32, le=1 << 20)
     cpu_seconds: int | None = Field(default=None, ge=1)
     memory: Bytes | None = Field(default=None, ge=64 * 1024 * 1024)
+    tmp_size: Bytes | None = Field(default=None, ge=1024 * 1024)
 
 
 class HandoffSection(Strict):

@@ -49,6 +49,11 @@ _NOT_SECRET_VALUES: Final = frozenset(
     }
 )
 _NUMBER = re.compile(r"[\s\d.,:+-]*")
+# A variable named for a file or folder (`ILH_RECORD_KEY_FILE`, the `*_FILE` convention of
+# container secrets) holds where the secret is, not the secret: an absolute path there is
+# not redacted even before the file exists.
+_PATH_NAME = re.compile(r"_(?:FILE|PATH|DIR)$", re.IGNORECASE)
+_PLAIN_PATH = re.compile(r"(?:/|~/)[^\s]*")
 _URL_WITH_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/@]*:[^\s/@]+@")
 
 
@@ -92,7 +97,8 @@ def credential_items(environ: Mapping[str, str] | None = None) -> list[tuple[str
     found: list[tuple[str, str]] = []
     for name in sorted(env):
         value = env[name]
-        if is_credential_name(name) and worth_redacting(value):
+        names_a_path = bool(_PATH_NAME.search(name)) and bool(_PLAIN_PATH.fullmatch(value))
+        if is_credential_name(name) and worth_redacting(value) and not names_a_path:
             found.append((name, value))
         if "://" in value:
             found.extend((name, pw) for pw in url_passwords(value) if worth_redacting(pw))

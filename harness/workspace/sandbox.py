@@ -29,19 +29,20 @@ record and every output say so.
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import shutil
 import subprocess
 import sys
-import threading
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from harness.workspace.cgroups import CgroupError, Group, bounded, make_groups, remove_groups
+from harness.workspace.sandbox_user import Stage, hand_over, sandbox_user
+from harness.workspace.seccomp import SeccompUnsupported, filter_program, keyctl_number
 
 #: Where the workspace appears inside the sandbox.
 SANDBOX_WORKDIR = "/workspace"
@@ -81,7 +82,8 @@ class SandboxPolicy(BaseModel):
     file_size: int = Field(default=256 * _MIB, ge=1 * _MIB)  # bytes, per file
     open_files: int = Field(default=1024, ge=32, le=1 << 20)
     cpu_seconds: int = Field(default=300, ge=1)
-    memory: int = Field(default=4096 * _MIB, ge=64 * _MIB)  # bytes of address space
+    memory: int = Field(default=4096 * _MIB, ge=64 * _MIB)  # bytes, per process and in all
+    tmp_size: int = Field(default=512 * _MIB, ge=1 * _MIB)  # each of /tmp, /var/tmp, /dev/shm
 
     @property
     def confined(self) -> bool:
@@ -106,6 +108,7 @@ class SandboxPolicy(BaseModel):
                 "open_files": self.open_files,
                 "cpu_seconds": self.cpu_seconds,
                 "memory": self.memory,
+                "tmp_size": self.tmp_size,
             },
         }
 
@@ -132,11 +135,14 @@ NO_OVERRIDES = SandboxOverrides()
 
 
 class Mount(NamedTuple):
-    """A host folder (or file) shown inside the sandbox at `target`."""
+    """A host folder (or file) shown inside the sandbox at `target`. `hand_over`: give it
+    to the sandbox user before the command (read-only files it must be able to read);
+    writable mounts always are."""
 
     source: Path
     target: str
     writable: bool = False
+    hand_over: bool = False
 
 
 class SandboxUnavailable(OSError):
@@ -170,18 +176,34 @@ def find_bwrap() -> Path | None:
 
 @functools.cache
 def _probe(bwrap: Path) -> str | None:
-    """None when `bwrap` can make a sandbox here, else why not (cached per process)."""
-    argv = [str(bwrap), "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
-    argv += [*_system_args(), "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"]
+    """None when `bwrap` can make a sandbox here, as the user commands will run as, else
+    why not (cached per process)."""
+    argv = [str(bwrap), "--unshare-all", "--unshare-user", "--disable-userns"]
+    argv += ["--die-with-parent", "--cap-drop", "ALL", *_system_args()]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--", "/bin/true"]
+    user = sandbox_user()
+
+    def switch() -> None:
+        if user.switch:
+            os.setgroups([])
+            os.setresgid(user.gid, user.gid, user.gid)
+            os.setresuid(user.uid, user.uid, user.uid)
+
     try:
         done = subprocess.run(
-            argv, capture_output=True, timeout=30, stdin=subprocess.DEVNULL, check=False
+            argv,
+            capture_output=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+            check=False,
+            preexec_fn=switch,  # only system calls, as in confined_process
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{bwrap} cannot run: {exc}"
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        return f"{bwrap} cannot create a sandbox here: {detail[-1] if detail else 'failed'}"
+        who = f" as uid {user.uid}" if user.switch else ""
+        return f"{bwrap} cannot create a sandbox here{who}: {detail[-1] if detail else 'failed'}"
     return None
 
 
@@ -279,32 +301,48 @@ def bwrap_argv(
     workdir: Path,
     writable: bool,
     mounts: Sequence[Mount] = (),
+    staged: Callable[[Path], str] = str,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
-    """The `bwrap` command line that confines one command (the command itself follows)."""
-    args = [str(bwrap), "--unshare-all"]
+    """The `bwrap` command line that confines one command (the command itself follows).
+
+    `staged`: the path bwrap binds a host folder from (`sandbox_user.Stage`: an
+    unprivileged bwrap cannot reach a workspace under root's 0700 home by its own path).
+    `seccomp_fd`: the system-call filter."""
+    args = [str(bwrap), "--unshare-all", "--unshare-user", "--disable-userns"]
     if policy.network == "host":
         args.append("--share-net")
     args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     args += ["--hostname", "ilh-sandbox"]
     args += [*_system_args(), *_masks()]
     args += ["--proc", "/proc"]
-    # The sandbox's root is the host's root when the harness runs as root: kernel-wide
-    # settings under /proc/sys (core_pattern runs a program as real root) must not be
-    # writable. bwrap leaves /proc/sys writable when its mode is 0555, so it is re-bound
-    # read-only explicitly, with the other global knobs of /proc.
+    # /proc/sys and the other kernel-wide knobs read-only, whoever the sandbox runs as:
+    # bwrap leaves /proc/sys writable when its mode is 0555, and a root sandbox once
+    # set core_pattern (a program run as real root on the next crash).
     args += ["--ro-bind", "/proc/sys", "/proc/sys"]
     for knob in ("/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"):
         if os.path.exists(knob):
             args += ["--ro-bind", knob, knob]
-    args += ["--dev", "/dev", "--tmpfs", "/tmp"]
-    args += ["--dir", "/var", "--tmpfs", "/var/tmp", "--dir", "/run"]
+    # Every writable tmpfs has a size: unbounded, each is a way to fill the host's memory.
+    size = str(policy.tmp_size)
+    args += ["--dev", "/dev", "--size", size, "--tmpfs", "/dev/shm"]
+    args += ["--size", size, "--tmpfs", "/tmp"]
+    args += ["--dir", "/var", "--size", size, "--tmpfs", "/var/tmp", "--dir", "/run"]
+
+    def bind(source: Path, target: str, rw: bool) -> list[str]:
+        return ["--bind" if rw else "--ro-bind", staged(source), target]
+
     # After the private /tmp: bwrap mounts in order, and a venv that lives under /tmp (a CI
     # checkout) would otherwise be hidden by the empty tmpfs laid over it.
     for root in interpreter_roots():
-        args += ["--ro-bind", str(root), str(root)]
-    args += ["--bind" if writable else "--ro-bind", str(workdir), SANDBOX_WORKDIR]
+        args += bind(root, str(root), False)
+    args += bind(workdir, SANDBOX_WORKDIR, writable)
     for mount in mounts:
-        args += ["--bind" if mount.writable else "--ro-bind", str(mount.source), mount.target]
+        args += bind(mount.source, mount.target, mount.writable)
+    # The /dev tmpfs itself is read-only once /dev/shm is mounted on it.
+    args += ["--remount-ro", "/dev"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--chdir", SANDBOX_WORKDIR, "--"]
     return args
 
@@ -327,9 +365,8 @@ def _rlimits(policy: SandboxPolicy, nproc: int | None) -> list[tuple[int, int]]:
     return limits
 
 
-def _user_process_count() -> int:
-    """Processes of this user now: RLIMIT_NPROC counts them all, not only the sandbox's."""
-    uid = os.getuid()
+def _user_process_count(uid: int) -> int:
+    """Processes of `uid` now: RLIMIT_NPROC counts them all, not only the sandbox's."""
     count = 0
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
@@ -339,24 +376,11 @@ def _user_process_count() -> int:
     return count
 
 
-_CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
-_cgroup_names = itertools.count()
-_cgroup_lock = threading.Lock()
-
-
-def _pids_cgroup_root() -> Path | None:
-    """A pids-controller hierarchy this process may create groups in (root only)."""
-    if os.geteuid() != 0:
-        return None
-    for root in _CGROUP_ROOTS:
-        if (root / "cgroup.procs").is_file() and os.access(root, os.W_OK):
-            if (root / "pids.max").exists() or root.name == "pids":
-                return root
-            controllers = root / "cgroup.subtree_control"
-            with suppress(OSError):
-                if "pids" in controllers.read_text().split():
-                    return root
-    return None
+def _memory_file(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 class Confinement(NamedTuple):
@@ -364,9 +388,28 @@ class Confinement(NamedTuple):
 
     argv: list[str]
     preexec: Callable[[], None]
-    processes: str  # how the process limit is enforced: "cgroup", "rlimit" or "none"
+    processes: str  # how the process limit is enforced: "cgroup" or "rlimit"
+    memory: str  # how the whole tree's memory is bounded: "cgroup", or "rlimit" per process
     pass_fds: tuple[int, ...] = ()
     executable: str | None = None  # bwrap's real path; argv[0] is only its name
+
+
+def _joiner() -> Callable[[], None]:
+    """A function that joins a fresh, empty session keyring: the one inherited is the
+    harness's (its keys readable by whoever possesses it). Prepared before the fork, so
+    the child only makes one system call."""
+    import ctypes
+
+    number = keyctl_number()
+    if number is None:
+        return lambda: None
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    join, anonymous = ctypes.c_long(1), ctypes.c_void_p(None)  # KEYCTL_JOIN_SESSION_KEYRING
+
+    def run() -> None:
+        syscall(ctypes.c_long(number), join, anonymous)
+
+    return run
 
 
 @contextmanager
@@ -377,83 +420,84 @@ def confined_process(
     writable: bool,
     mounts: Sequence[Mount] = (),
 ) -> Iterator[Confinement]:
-    """Everything needed to start one confined command; cleans its cgroup up after."""
+    """Everything needed to start one confined command; before it, the trees it writes
+    are handed to the sandbox user; after it, its cgroups go and setuid bits are cleared."""
     bwrap = require_sandbox()
-    options = bwrap_argv(bwrap, policy, workdir=workdir, writable=writable, mounts=mounts)[1:]
-    # The options go through a memory file (`--args FD`), not the command line: bwrap's
-    # pid 1 inside the sandbox is a fork of it, and its /proc/1/cmdline would otherwise
-    # show the command the host paths (the workspace's real location, the interpreter's).
-    args_fd = os.memfd_create("ilh-bwrap-args", 0)
-    os.write(args_fd, b"".join(os.fsencode(o) + b"\0" for o in options))
-    os.lseek(args_fd, 0, os.SEEK_SET)
-    argv = ["bwrap", "--args", str(args_fd)]
-    cgroup: Path | None = None
-    root = _pids_cgroup_root()
-    if root is not None:
-        with _cgroup_lock:
-            name = f"ilh-{os.getpid()}-{next(_cgroup_names)}-{uuid.uuid4().hex[:12]}"
-        candidate = root / name
-        try:
-            candidate.mkdir()
-        except OSError as exc:
-            # Never fall back to no process limit (root ignores RLIMIT_NPROC), and never
-            # remove a group this call did not create.
-            raise SandboxUnavailable(f"cannot create the process-limit cgroup: {exc}") from None
-        try:
-            (candidate / "pids.max").write_text(str(policy.processes))
-        except OSError as exc:
-            with suppress(OSError):
-                candidate.rmdir()
-            raise SandboxUnavailable(f"cannot set the process limit: {exc}") from None
-        cgroup = candidate
-    nproc: int | None = None
-    if cgroup is None and os.geteuid() != 0:
-        nproc = _user_process_count() + policy.processes
-    limits = _rlimits(policy, nproc)
-    procs_file = str(cgroup / "cgroup.procs") if cgroup is not None else None
-
-    # Runs in the child between fork and exec. It only calls setrlimit and writes one
-    # file: no locks, no imports, nothing that another thread could be holding.
-    import resource
-
-    def preexec() -> None:
-        if procs_file is not None:
-            fd = os.open(procs_file, os.O_WRONLY)
-            try:
-                os.write(fd, b"0")
-            finally:
-                os.close(fd)
-        for which, value in limits:
-            resource.setrlimit(which, (value, value))
-
-    enforced = "cgroup" if cgroup is not None else ("rlimit" if nproc is not None else "none")
     try:
+        program = filter_program()
+    except SeccompUnsupported as exc:
+        raise SandboxUnavailable(f"no sandbox: {exc}; {_HOW_TO}") from None
+    user = sandbox_user()
+    handed = [workdir, *(m.source for m in mounts if m.writable or m.hand_over)]
+    for tree in handed:
+        hand_over(tree, user)
+    fds: list[int] = []
+    stage = Stage(user)
+    groups: list[Group] = []
+    try:
+        seccomp_fd = _memory_file("ilh-seccomp", program)
+        fds.append(seccomp_fd)
+        options = bwrap_argv(
+            bwrap,
+            policy,
+            workdir=workdir,
+            writable=writable,
+            mounts=mounts,
+            staged=stage.path_for,
+            seccomp_fd=seccomp_fd,
+        )[1:]
+        # The options go through a memory file (`--args FD`), not the command line:
+        # bwrap's pid 1 inside the sandbox is a fork of it, and its /proc/1/cmdline would
+        # otherwise show the command the host paths.
+        args_fd = _memory_file("ilh-bwrap-args", b"".join(os.fsencode(o) + b"\0" for o in options))
+        fds.append(args_fd)
+        try:
+            groups = make_groups(policy.processes, policy.memory)
+        except CgroupError as exc:
+            raise SandboxUnavailable(str(exc)) from None
+        nproc: int | None = None
+        if not bounded(groups, "pids"):
+            nproc = _user_process_count(user.uid) + policy.processes
+        limits = _rlimits(policy, nproc)
+        procs_files = [g.procs for g in groups]
+        join_keyring = _joiner()
+        mount_stage = stage.mounter()
+
+        # Runs in the child between fork and exec: joins the groups and stages the folders
+        # (both need root), sets limits, leaves the harness's keyring, then drops to the
+        # sandbox user. Only
+        # system calls: no locks, no imports, nothing another thread could be holding.
+        import resource
+
+        def preexec() -> None:
+            for procs in procs_files:
+                fd = os.open(procs, os.O_WRONLY)
+                try:
+                    os.write(fd, b"0")
+                finally:
+                    os.close(fd)
+            for which, value in limits:
+                resource.setrlimit(which, (value, value))
+            mount_stage()
+            join_keyring()
+            if user.switch:
+                os.setgroups([])
+                os.setresgid(user.gid, user.gid, user.gid)
+                os.setresuid(user.uid, user.uid, user.uid)
+
         yield Confinement(
-            argv=argv,
+            argv=["bwrap", "--args", str(args_fd)],
             preexec=preexec,
-            processes=enforced,
-            pass_fds=(args_fd,),
+            processes="cgroup" if bounded(groups, "pids") else "rlimit",
+            memory="cgroup" if bounded(groups, "memory") else "rlimit",
+            pass_fds=tuple(fds),
             executable=str(bwrap),
         )
     finally:
-        os.close(args_fd)
-        if cgroup is not None:
-            _empty_and_remove(cgroup)
-
-
-def _empty_and_remove(cgroup: Path) -> None:
-    """Kill whatever is still in the group (the pid namespace should have done it), then
-    remove it; a group still busy is left for the kernel to reap, never an error."""
-    for _ in range(50):
-        try:
-            pids = [int(p) for p in (cgroup / "cgroup.procs").read_text().split()]
-        except OSError:
-            return
-        if not pids:
-            break
-        for pid in pids:
+        for fd in fds:
             with suppress(OSError):
-                os.kill(pid, 9)
-        threading.Event().wait(0.01)
-    with suppress(OSError):
-        cgroup.rmdir()
+                os.close(fd)
+        remove_groups(groups)
+        stage.close()
+        for tree in handed:
+            hand_over(tree, user)
