@@ -4,7 +4,9 @@
 
 Commands: `true` (the fixed cost of starting one), `python -c pass` (the interpreter,
 read-only mounted), and a unittest run of the fizzbuzz example (a real tool check).
-Prints per-command medians and the ratio confined / unconfined.
+Prints per-command medians and the ratio confined / unconfined. A last row runs `true`
+in a workspace of `--files` small files: a root harness hands the workspace to the
+sandbox user and clears setuid bits before and after each command, a walk of the tree.
 
 Run: .venv/bin/python benchmarks/sandbox.py [--repeat 30]
 """
@@ -54,6 +56,7 @@ def timed(command: str, folder: Path, policy: SandboxPolicy) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--files", type=int, default=5000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "workspace"
@@ -69,9 +72,23 @@ def main() -> None:
             for _ in range(args.repeat):
                 boxed.append(timed(command, folder, CONFINED))
                 plain.append(timed(command, folder, UNCONFINED))
-            b = statistics.median(boxed) * 1000
-            p = statistics.median(plain) * 1000
-            print(f"{name:<22}{b:>13.1f}{p:>11.1f}{b / p:>8.2f}{b - p:>10.1f}")
+            row(name, boxed, plain)
+        big = Path(tmp) / "big"
+        for i in range(args.files):
+            sub = big / f"d{i // 100}"
+            sub.mkdir(parents=True, exist_ok=True)
+            (sub / f"f{i}.txt").write_text("x")
+        boxed, plain = [], []
+        for _ in range(args.repeat):
+            boxed.append(timed("true", big, CONFINED))
+            plain.append(timed("true", big, UNCONFINED))
+        row(f"true, {args.files} files", boxed, plain)
+
+
+def row(name: str, boxed: list[float], plain: list[float]) -> None:
+    b = statistics.median(boxed) * 1000
+    p = statistics.median(plain) * 1000
+    print(f"{name:<22}{b:>13.1f}{p:>11.1f}{b / p:>8.2f}{b - p:>10.1f}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import CONFINED, SandboxPolicy
 from harness.workspace.sandbox_user import UID_VARIABLE, hand_over, sandbox_user
 from harness.workspace.seccomp import _ARCHES, DENIED, filter_program
+from harness.workspace.tools import ToolCall, dispatch
 
 TIMEOUT_S = 30.0
 ROOT = os.geteuid() == 0
@@ -69,6 +70,18 @@ def test_files_the_harness_wrote_stay_writable_by_the_command(ws: Workspace) -> 
     output = sh(ws, "echo two >> sub/notes.txt && echo appended; mkdir sub/more && echo mk")
     assert "appended" in output and "mk" in output
     assert target.read_text() == "one\ntwo\n"
+
+
+def test_what_the_file_tools_write_between_commands_stays_the_commands(ws: Workspace) -> None:
+    """After the first command the tree is the sandbox user's and is not walked again
+    before each command: what write_file creates (folders too) must be given to it."""
+    sh(ws, "true")
+    for path in ("new.txt", "deep/er/new.txt"):
+        call = ToolCall(name="write_file", arguments={"path": path, "content": "one\n"})
+        assert dispatch(ws, call, timeout_s=TIMEOUT_S).ok
+    output = sh(ws, "echo two >> new.txt && echo two >> deep/er/new.txt && echo ok")
+    assert "ok" in output, output
+    assert (ws.root / "deep" / "er" / "new.txt").read_text() == "one\ntwo\n"
 
 
 def test_a_setuid_program_built_inside_loses_its_bit(ws: Workspace) -> None:

@@ -143,6 +143,43 @@ class Residual(_Model):
     answer: GateAnswer | None = None
 
 
+class ConsumerProfile(_Model):
+    """Who receives the record (DIYLISIS Rule 32, captured at Qp)."""
+
+    recipient_class: Literal["human", "agent"]
+    substrate_access: bool
+
+
+class Derived(_Model):
+    kind: Literal["Derived"] = "Derived"
+
+
+class AuthoritativeAt(_Model):
+    kind: Literal["AuthoritativeAt"] = "AuthoritativeAt"
+    location: StableRef
+
+
+AuthorityCopy = Annotated[Derived | AuthoritativeAt, Field(discriminator="kind")]
+
+
+class PremiseGate(_Model):
+    """Qp (Rule 32): whether it fired, who answered, and its answer (Aq)."""
+
+    fired: bool
+    answered_by: Literal["user", "answers", "default"] | None = None
+    consumer_profile: ConsumerProfile | None = None
+    authority_copy: AuthorityCopy | None = None
+
+    def authority_line(self) -> str | None:
+        """The line inscribed in the artifact (Rule 32), or None when Qp did not fire."""
+        copy = self.authority_copy
+        if copy is None:
+            return None
+        if isinstance(copy, AuthoritativeAt):
+            return f"derived copy, authoritative at {copy.location.locator}"
+        return "derived copy"
+
+
 class Certificate(_Model):
     format: Literal["ilh-certificate/1"] = "ilh-certificate/1"
     certified: bool
@@ -160,6 +197,10 @@ class Certificate(_Model):
     awaiting_confirmation: list[str] = Field(
         default_factory=list,
         description="contract fields the session authored that the user has not confirmed",
+    )
+    premise_gate: PremiseGate = Field(
+        default_factory=lambda: PremiseGate(fired=False),
+        description="Qp (Rule 32): fires on a repair, a named certificate target or premises",
     )
     passes: int = Field(ge=0)
     issued_at: str

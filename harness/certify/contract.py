@@ -279,6 +279,17 @@ class FindingAnswer(BaseModel):
         return value
 
 
+class PremiseAnswer(BaseModel):
+    """The Qp answer (Rule 32), both facets at once: who receives the record, and where
+    its authoritative copy lives (`"derived"`, or a stable locator)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    recipient_class: Literal["human", "agent"]
+    substrate_access: bool
+    authority: str = Field(default="derived", min_length=1)
+
+
 class Answers(BaseModel):
     """`--answers FILE` (JSON): contract confirmations and Gate answers, for scripts."""
 
@@ -286,6 +297,7 @@ class Answers(BaseModel):
 
     contract: dict[str, Literal["confirm"] | Correct] = Field(default_factory=dict)
     findings: list[FindingAnswer] = Field(default_factory=list)
+    premise_gate: PremiseAnswer | None = None
 
     @field_validator("contract")
     @classmethod

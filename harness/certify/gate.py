@@ -1,5 +1,6 @@
 """The gates where a person decides (DIYLISIS Constitution): the F0 contract-provenance
-gate (Confirm | Correct) and the Qd residual gate (exactly Resolve, Route, Drop, Defer).
+gate (Confirm | Correct), the Qd residual gate (exactly Resolve, Route, Drop, Defer) and
+the Qp premise gate (who receives the record, where its authoritative copy lives).
 
 Answers come from `--answers FILE` first; then, on an interactive terminal, from rich
 prompts; otherwise there is no answer, and the residual stays open (not certified).
@@ -17,6 +18,7 @@ from rich.prompt import Prompt
 
 from graders.refuter import ADVISORIES, Finding
 from harness.certify.certificate import GateAnswer
+from harness.certify.contract import PremiseAnswer
 
 ContractAnswer = tuple[Literal["confirm"], None] | tuple[Literal["correct"], str]
 
@@ -30,6 +32,8 @@ class Gate(Protocol):
 
     def residual(self, finding: Finding) -> GateAnswer | None: ...
 
+    def premise(self, problem: str | None) -> PremiseAnswer | None: ...
+
 
 class NoGate:
     """Non-interactive: nobody to ask."""
@@ -38,6 +42,9 @@ class NoGate:
         return None
 
     def residual(self, finding: Finding) -> GateAnswer | None:
+        return None
+
+    def premise(self, problem: str | None) -> PremiseAnswer | None:
         return None
 
 
@@ -88,3 +95,21 @@ class PromptGate:
         if not value:
             return None
         return GateAnswer.model_validate({"tag": tag, "value": value})
+
+    def premise(self, problem: str | None) -> PremiseAnswer | None:
+        if problem:
+            self.console.print(f"[bold red]{escape(problem)}[/]")
+        self.console.print(
+            "\n[bold]Qp[/]: this record is carried downstream (a repair, a certificate "
+            "file or premises). Who receives it, and where does its authoritative copy live?"
+        )
+        recipient = self._ask("Recipient", choices=["agent", "human"], default="agent")
+        access = self._ask("Can the recipient read the granted sources?", choices=["yes", "no"])
+        authority = self._ask(
+            "Authoritative copy: 'derived', or its stable location", default="derived"
+        ).strip()
+        return PremiseAnswer(
+            recipient_class="human" if recipient == "human" else "agent",
+            substrate_access=access == "yes",
+            authority=authority or "derived",
+        )

@@ -32,11 +32,15 @@ from graders.refuter import Finding, Verdict
 from harness.certify.certificate import (
     ActivationEdge,
     AlreadyPortable,
+    AuthoritativeAt,
     Certificate,
+    ConsumerProfile,
     DecisionRecord,
+    Derived,
     EmittedDelta,
     ExcisionMark,
     GateAnswer,
+    PremiseGate,
     ReceptionProcedure,
     RepairDelta,
     Repaired,
@@ -45,7 +49,13 @@ from harness.certify.certificate import (
     RouteJudgment,
     StableRef,
 )
-from harness.certify.contract import MINIMAL_VERB, Answers, Contract, apply_contract_answers
+from harness.certify.contract import (
+    MINIMAL_VERB,
+    Answers,
+    Contract,
+    PremiseAnswer,
+    apply_contract_answers,
+)
 from harness.certify.gate import Gate, UserLeft
 from harness.certify.lexicon import Lexicon
 from harness.certify.reach import Reach
@@ -104,6 +114,7 @@ class _State:
     dropped: list[str] = field(default_factory=list)
     asked: dict[tuple[str, str], GateAnswer | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    premise_gate: PremiseGate = field(default_factory=lambda: PremiseGate(fired=False))
 
 
 class Certifier:
@@ -311,6 +322,9 @@ class Certifier:
                     if blocking
                     else "the verdict is not a Pass",
                 )
+            gate_problem = self.premise_gate(state, reach)
+            if gate_problem is not None:
+                return self.finish(state, verdict, scan.judgments, residuals, pass_n, gate_problem)
             # F7's lead action: the target must still be what the final pass reviewed.
             if self.reread(state).digest != reviewed.digest:
                 state.notes.append("F7: the target changed after the final pass; re-entered")
@@ -531,6 +545,70 @@ class Certifier:
         ]
         return [t for t in dict.fromkeys(state.dropped) if any(t in c for c in channels)]
 
+    # -- Qp ------------------------------------------------------------------------------
+
+    def premise_gate(self, state: _State, reach: Reach) -> str | None:
+        """Qp (Rule 32), between the fixed point and F7: it fires only when something is
+        carried downstream (a repair, a named certificate file, premises). Its answer is
+        inscribed in the certificate; an authoritative location must pass resolves_at and
+        its rendered line must be leak-clean, else the person is asked again (an answers
+        file is not: the certification ends, saying why). Nobody to ask and no answer
+        given: the conservative answer, a derived copy that claims no authority, recorded
+        as a default."""
+        contract = state.contract
+        if not (state.deltas or contract.certificate or state.premises):
+            state.premise_gate = PremiseGate(fired=False)
+            return None
+        given = self.request.answers.premise_gate
+        problem: str | None = None
+        for _ in range(3):
+            answer, by = given, "answers"
+            if answer is None:
+                answer, by = self.request.gate.premise(problem), "user"
+            if answer is None:
+                answer, by = (
+                    PremiseAnswer(
+                        recipient_class="agent",
+                        substrate_access=bool(contract.source_paths()),
+                    ),
+                    "default",
+                )
+            gate, problem = self.settle_premise(state, reach, answer, by)
+            if problem is None:
+                state.premise_gate = gate
+                self.note("Qp", f"premise gate answered ({by}): {gate.authority_line()}")
+                return None
+            if by != "user":
+                break
+        return f"Qp (Rule 32): {problem}"
+
+    def settle_premise(
+        self, state: _State, reach: Reach, answer: PremiseAnswer, by: str
+    ) -> tuple[PremiseGate, str | None]:
+        profile = ConsumerProfile(
+            recipient_class=answer.recipient_class, substrate_access=answer.substrate_access
+        )
+        copy: Derived | AuthoritativeAt = Derived()
+        if answer.authority.strip().lower() != "derived":
+            where = answer.authority.strip()
+            found = resolve_any(reach, where)
+            if found.status == "failed":
+                return PremiseGate(fired=True), (
+                    f"the authoritative location {where!r} does not resolve: {found.why}"
+                )
+            copy = AuthoritativeAt(location=StableRef(kind=found.kind, locator=where))
+        gate = PremiseGate(
+            fired=True,
+            answered_by=by,
+            consumer_profile=profile,
+            authority_copy=copy,
+        )
+        line = gate.authority_line() or ""
+        leaked = [t for t in dict.fromkeys(state.dropped) if t in line]
+        if leaked:
+            return gate, f"the authority-copy line carries dropped content {leaked[0]!r}"
+        return gate, None
+
     # -- F7 ------------------------------------------------------------------------------
 
     def finish(
@@ -587,6 +665,7 @@ class Certifier:
             residuals=all_residuals,
             reason=reason,
             awaiting_confirmation=list(awaiting),
+            premise_gate=state.premise_gate,
             passes=passes,
             issued_at=utc_now_iso(),
             run_id=self.run_id,

@@ -52,6 +52,15 @@ def render_markdown(cert: Certificate) -> str:
         "",
         *(f"{n}. {step}" for n, step in enumerate(procedure.dereference_steps, 1)),
     ]
+    gate = cert.premise_gate
+    if gate.fired and gate.consumer_profile is not None:
+        profile = gate.consumer_profile
+        lines += [
+            "",
+            f"Authority: {gate.authority_line()} (recipient: {profile.recipient_class}, "
+            f"{'with' if profile.substrate_access else 'without'} access to the sources; "
+            f"answered by {gate.answered_by})",
+        ]
     if procedure.premises:
         lines += ["", "Premises to reconfirm:", ""]
         lines += [

@@ -183,6 +183,23 @@ class Located:
 Missing = Literal["error", "create", "keep"]
 
 
+def inherit_owner(parent_fd: int, *, name: str | None = None, fd: int | None = None) -> None:
+    """Give a file or folder the harness just created the owner of its parent folder.
+
+    A root harness hands the workspace to an unprivileged sandbox user
+    (`harness.workspace.sandbox_user`); what the file tools then create must stay the
+    command's to change, without a walk of the whole tree before every command."""
+    if os.geteuid() != 0:
+        return
+    owner = os.fstat(parent_fd)
+    if owner.st_uid == 0 and owner.st_gid == 0:
+        return
+    if fd is not None:
+        os.fchown(fd, owner.st_uid, owner.st_gid)
+    elif name is not None:
+        os.chown(name, owner.st_uid, owner.st_gid, dir_fd=parent_fd, follow_symlinks=False)
+
+
 def locate(
     root: str,
     parts: tuple[str, ...],
@@ -232,6 +249,7 @@ def locate(
                     raise ToolError(f"{show_path(shown)} does not exist", "not_found") from None
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(name, 0o755, dir_fd=parent)
+                    inherit_owner(parent, name=name)
                 st = os.stat(name, dir_fd=parent, follow_symlinks=False)
             except OSError as exc:
                 if exc.errno == errno.ENAMETOOLONG:

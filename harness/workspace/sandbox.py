@@ -430,7 +430,10 @@ def confined_process(
     user = sandbox_user()
     handed = [workdir, *(m.source for m in mounts if m.writable or m.hand_over)]
     for tree in handed:
-        hand_over(tree, user)
+        # A tree already handed over stays so: the walk after each command keeps it, and
+        # the file tools give what they create the folder's owner (`inherit_owner`).
+        if user.switch and tree.stat().st_uid != user.uid:
+            hand_over(tree, user)
     fds: list[int] = []
     stage = Stage(user)
     groups: list[Group] = []

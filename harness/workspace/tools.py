@@ -43,7 +43,7 @@ from pydantic import (
 
 from harness.secrets import SecretValues, harness_secrets
 from harness.workspace.commands import run_shell
-from harness.workspace.confined import LinkIndex, Located, checked_parts
+from harness.workspace.confined import LinkIndex, Located, checked_parts, inherit_owner
 from harness.workspace.folder import (
     ToolError,
     ToolErrorKind,
@@ -402,6 +402,7 @@ def write_file(workspace: Workspace, path: str, content: str) -> tuple[str, dict
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 os.fchmod(handle.fileno(), mode)
+                inherit_owner(found.dir_fd, fd=handle.fileno())
             os.rename(temp, found.name, src_dir_fd=found.dir_fd, dst_dir_fd=found.dir_fd)
         except BaseException as exc:
             with contextlib.suppress(OSError):
