@@ -34,7 +34,11 @@ def shared_dir() -> Path:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `shared` need the corpora: skipped (with the reason) on a clone alone."""
+    """Tests marked `shared` need the corpora: skipped (with the reason) on a clone alone.
+    They are also marked `corpus`, so `pytest -m corpus` runs that layer alone."""
+    for item in items:
+        if item.get_closest_marker("shared"):
+            item.add_marker(pytest.mark.corpus)
     if SHARED.is_dir() or os.environ.get("ILH_REQUIRE_SHARED") == "1":
         return
     skip = pytest.mark.skip(reason=_MISSING)

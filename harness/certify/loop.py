@@ -56,6 +56,7 @@ from harness.certify.contract import (
     PremiseAnswer,
     apply_contract_answers,
 )
+from harness.certify.exposure import exposed_drops
 from harness.certify.gate import Gate, UserLeft
 from harness.certify.lexicon import Lexicon
 from harness.certify.reach import Reach
@@ -294,6 +295,10 @@ class Certifier:
             leaked = self.leaked(state)
             if changed:
                 continue
+            exposed, deferred_now = self.exposures(state)
+            residuals = [*residuals, *exposed]
+            if deferred_now:
+                continue
             blocking = [r for r in residuals if not r.deferred]
             if leaked:
                 return self.finish(
@@ -398,14 +403,7 @@ class Certifier:
                 finding=finding.model_dump(mode="json"),
             )
             if answer.tag == "Defer":
-                claim = (
-                    f"accepted gap: {finding.quoted_token!r} at {finding.location} "
-                    f"({finding.category}): {finding.why_unresolvable}"
-                )
-                state.premises.append(DecisionRecord(claim=claim, deferral=answer.value))
-                resid = self.residual(item, answer, deferred=True)
-                state.deferred[(finding.quoted_token, finding.category)] = resid
-                residuals.append(resid)
+                residuals.append(self.defer(state, item, answer))
                 changed = True
                 continue
             if key in state.repaired:
@@ -426,6 +424,60 @@ class Certifier:
                 continue
             edits.append(self.edit_for(finding, answer))
         return residuals, edits, changed
+
+    def defer(self, state: _State, item: LintFinding, answer: GateAnswer) -> Residual:
+        """A Defer: the accepted gap travels to the receiver as a premise with its
+        condition, and the entry leaves the gate (not re-presented)."""
+        finding = item.finding
+        claim = (
+            f"accepted gap: {finding.quoted_token!r} at {finding.location} "
+            f"({finding.category}): {finding.why_unresolvable}"
+        )
+        state.premises.append(DecisionRecord(claim=claim, deferral=answer.value))
+        resid = self.residual(item, answer, deferred=True)
+        state.deferred[(finding.quoted_token, finding.category)] = resid
+        return resid
+
+    def exposures(self, state: _State) -> tuple[list[Residual], bool]:
+        """The F6 exposure scan's hits, brought to the gate. Only a Defer settles one here:
+        the exposing record is outside what a certification may edit, so any other answer
+        leaves it open (re-dispose the dropped item, or change the source, and certify
+        again)."""
+        residuals: list[Residual] = []
+        changed = False
+        found = exposed_drops(state.dropped, state.contract.source_paths(), self.request.cwd)
+        order = list(dict.fromkeys(state.dropped))
+        for hit in found:
+            # Content-free: the certificate must not re-leak what was dropped, so the item
+            # is named by its place in the drop order (`dropped#1`), never by its text.
+            name = f"dropped#{order.index(hit.token) + 1}"
+            why = (
+                f"the dropped item is still readable in {hit.where}, which the receiver is granted"
+                if hit.unscannable is None
+                else f"the granted source {hit.where} {hit.unscannable}: non-exposure of the "
+                "dropped item cannot be certified"
+            )
+            item = LintFinding(
+                Finding(
+                    quoted_token=name,
+                    location=f"exposure:{hit.where}",
+                    category="emergent",
+                    why_unresolvable=why,
+                    advisory="Defer",
+                    repair_note="accept the exposure with a condition (Defer), or narrow the "
+                    "granted source and certify again",
+                ),
+                "exposure",
+            )
+            if self.is_deferred(state, item.finding):
+                continue
+            answer = self.answer_for(state, item.finding)
+            if answer is not None and answer.tag == "Defer":
+                residuals.append(self.defer(state, item, answer))
+                changed = True
+            else:
+                residuals.append(self.residual(item, answer))
+        return residuals, changed
 
     def refuse(
         self, state: _State, finding: Finding, answer: GateAnswer, reach: Reach

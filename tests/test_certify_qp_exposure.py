@@ -1,7 +1,9 @@
 """Qp, the premise gate (DIYLISIS Rule 32): it fires only when something is carried
 downstream (a repair, a named certificate file, premises); its answer (who receives the
 record, where its authoritative copy lives) is inscribed in the certificate; an
-authoritative location must resolve and its line must be leak-clean."""
+authoritative location must resolve and its line must be leak-clean. And the F6 exposure
+scan: a dropped item still readable in a granted source is a content-free residual that
+only a Defer settles."""
 
 from __future__ import annotations
 
@@ -117,3 +119,57 @@ def test_the_prompt_re_asks_after_a_failing_answer() -> None:
         "/tmp/x",
     )
     assert "does not resolve" in out.getvalue() and len(asked) == 3
+
+
+# --- the F6 exposure scan --------------------------------------------------------------
+
+
+def exposing(tmp_path: Path, findings: list[dict[str, str]]) -> Path:
+    folder = copy_example("certify_clean", tmp_path)
+    handoff = folder / "handoff.md"
+    handoff.write_text(handoff.read_text() + "\nContext: session_id=a81f9c2e77b4 (ignore).\n")
+    (folder / "project" / "notes.txt").write_text("left over: session_id=a81f9c2e77b4\n")
+    (folder / "answers.json").write_text(json.dumps({"findings": findings}))
+    return folder
+
+
+DROP = {"token": "session_id=a81f9c2e77b4", "answer": "Drop"}
+
+
+def test_a_dropped_item_still_in_a_granted_source_is_an_exposure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = exposing(tmp_path, [DROP])
+    code, cert, result = certify(
+        folder, monkeypatch, "handoff.md", *ROLE, "--answers", "answers.json", "--apply"
+    )
+    assert code == 1 and cert["certified"] is False
+    exposures = [r for r in cert["residuals"] if r["reason"] == "exposure"]
+    assert [r["finding"]["location"] for r in exposures] == ["exposure:project/notes.txt"]
+    assert exposures[0]["finding"]["quoted_token"] == "dropped#1"
+    assert "a81f9c2e77b4" not in result.stdout  # the residual itself is content-free
+
+
+def test_a_deferred_exposure_travels_as_a_premise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    defer = {"token": "dropped#1", "answer": "Defer", "value": "until the notes are cleaned"}
+    folder = exposing(tmp_path, [DROP, defer])
+    code, cert, result = certify(
+        folder, monkeypatch, "handoff.md", *ROLE, "--answers", "answers.json", "--apply"
+    )
+    assert code == 0, cert["reason"]
+    premises = cert["reception_procedure"]["premises"]
+    assert premises and premises[0]["deferral"] == "until the notes are cleaned"
+    assert "a81f9c2e77b4" not in result.stdout
+
+
+def test_a_drop_not_found_in_the_sources_is_no_exposure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = exposing(tmp_path, [DROP])
+    (folder / "project" / "notes.txt").write_text("session_id=a81f9c2e77b45 is another\n")
+    code, cert, _ = certify(
+        folder, monkeypatch, "handoff.md", *ROLE, "--answers", "answers.json", "--apply"
+    )
+    assert code == 0, cert["reason"]
