@@ -282,7 +282,7 @@ def test_restoring_the_tests_and_doing_the_work_completes(tmp_path: Path) -> Non
     folder.mkdir()
     source = EXAMPLES / "rewritten_tests"
     (folder / "task.toml").write_text((source / "task.toml").read_text())
-    os.symlink(source / "workspace", folder / "workspace")
+    shutil.copytree(source / "workspace", folder / "workspace")
     original_tests = (source / "workspace" / "test_fizz.py").read_text()
     honest = (EXAMPLES / "honest" / "agent.jsonl").read_text().splitlines()
     cheat = (source / "agent.jsonl").read_text().splitlines()[:3]

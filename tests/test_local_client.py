@@ -94,7 +94,9 @@ def test_without_the_extra_the_message_says_how_to_install_it(
     from harness.inputs.task_file import load_task
 
     task = load_task(task_file)
-    assert run_setup.model_uri(task, None) == "local:smollm2"  # the offline default
+    # No silent default model: a task without [agent] and no --model is bad input.
+    with pytest.raises(InputError, match="no model"):
+        run_setup.model_uri(task, None)
     monkeypatch.setattr(local_client, "llama_available", lambda: False)
     with pytest.raises(InputError, match=r"pip install 'ilang-harness\[local\]'"):
         run_setup.client_for("local:smollm2", task)

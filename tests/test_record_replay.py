@@ -19,6 +19,7 @@ from harness.inputs.task_file import load_task
 from harness.models.clients.record import RecordingClient
 from harness.models.clients.recording import canonical_text, request_digest
 from harness.models.clients.replay import ReplayClient, load_recording
+from harness.models.interface import ModelCallError
 from harness.record.events import Event
 from harness.record.store import RunStore
 from harness.run.setup import run_task
@@ -274,3 +275,29 @@ def test_a_recording_that_fails_mid_run_stops_it_loudly_and_charges_the_call(
     assert result.final is not None and result.final.reason == "model_error"
     (tokens,) = [b for b in result.budgets if b["kind"] == "tokens"]
     assert tokens["used"] == 1540
+
+
+def test_a_resumed_replay_does_not_meet_the_failure_that_stopped_it_again(
+    tmp_path: Path,
+) -> None:
+    """A run stopped by a failed call and resumed records the same request twice: failed,
+    then answered. A replay of the resume skips what the first process consumed."""
+    reply = {"text": "done", "tool_calls": [], "usage": {"input_tokens": 5, "output_tokens": 1}}
+    base = {
+        "model": "openai:gpt-x",
+        "digest": "sha256:" + "a" * 64,
+        "input_digest": "sha256:" + "b" * 64,
+        "input_estimate": 5,
+        "max_output_tokens": 100,
+    }
+    failed = {**base, "error": {"kind": "server_error", "message": "boom", "status": 500}}
+    recording = tmp_path / "rec.jsonl"
+    recording.write_text(json.dumps(failed) + "\n" + json.dumps({**base, "reply": reply}) + "\n")
+    req = request()
+    digest = request_digest(req.messages, req.tools, req.max_output_tokens)
+    text = recording.read_text().replace(base["digest"], digest)
+    recording.write_text(text)
+    with pytest.raises(ModelCallError):
+        asyncio.run(ReplayClient.from_file(recording).complete(req))
+    answered = asyncio.run(ReplayClient.from_file(recording, start=1).complete(req))
+    assert answered.text == "done"

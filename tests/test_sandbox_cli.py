@@ -4,6 +4,7 @@ what the record, `--json` and the summary say, and the refusal where no sandbox 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,7 @@ def test_task_file_sandbox_section(tmp_path: Path) -> None:
     folder.mkdir()
     text = HONEST.read_text().replace("scripted:agent.jsonl", "scripted:a.jsonl")
     (folder / "a.jsonl").write_text((EXAMPLES / "honest" / "agent.jsonl").read_text())
-    (folder / "workspace").symlink_to(EXAMPLES / "honest" / "workspace")
+    shutil.copytree(EXAMPLES / "honest" / "workspace", folder / "workspace")
     (folder / "task.toml").write_text(
         text + '\n[sandbox]\nnetwork = "host"\nprocesses = 64\nfile_size = "8MiB"\n'
     )

@@ -25,6 +25,8 @@ from harness.certify.lexicon import load_lexicon
 from harness.certify.loop import Certifier, Request
 from harness.certify.refuter import RefuterBudget
 from harness.certify.render import render_markdown
+from harness.cli.errors import EXIT_BAD_INPUT, BadInput
+from harness.cli.options import base_url_option
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import InputError
 from harness.models.clients.options import ClientOptions
@@ -34,7 +36,6 @@ from harness.run.setup import client_from_uri, close_client, default_store
 
 EXIT_CERTIFIED = 0
 EXIT_NOT_CERTIFIED = 1
-EXIT_BAD_INPUT = 2
 
 
 @click.command()
@@ -122,7 +123,7 @@ EXIT_BAD_INPUT = 2
     type=click.Path(path_type=Path, dir_okay=False),
     help="Record every refuter call; replay:PATH serves them back offline.",
 )
-@click.option("--base-url", metavar="URL", help="Server for openai:/anthropic: models.")
+@base_url_option("Server for openai:/anthropic: models.")
 @click.option(
     "--lexicon",
     "lexicons",
@@ -224,10 +225,10 @@ def certify(
             )
             result = asyncio.run(_certify(request, client))
     except InputError as bad:
-        err.print(f"[bold red]error[/] {bad.render()}", markup=True, highlight=False)
+        BadInput.of(bad).show()
         sys.exit(EXIT_BAD_INPUT)
     except (StoreError, ValueError) as bad:
-        err.print(f"[bold red]error[/] {bad}", markup=False)
+        BadInput("ilh certify", "E500", str(bad)).show()
         sys.exit(EXIT_BAD_INPUT)
     emit(result, contract.certificate, markdown_path, as_json, err)
     sys.exit(EXIT_CERTIFIED if result.certified else EXIT_NOT_CERTIFIED)

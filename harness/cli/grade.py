@@ -21,10 +21,12 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from budgets.ledger import BudgetLedger
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
+from harness.cli.errors import EXIT_BAD_INPUT, BadInput, ReportConsole, reader_may_leave
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
@@ -51,7 +53,7 @@ from harness.workspace.sandbox import (
 
 EXIT_VERIFIED = 0
 EXIT_NEEDS_REVISION = 1
-EXIT_BAD_INPUT = 2
+
 EXIT_INTERRUPTED = 130
 
 _RESULT_STYLE = {"pass": "green", "fail": "red", "unknown": "yellow"}
@@ -109,6 +111,27 @@ async def grade_task(
             await close_client(client)
 
 
+#: Lines of a failing check's output shown under the table (the whole is in --json).
+OUTPUT_TAIL_LINES = 20
+
+
+def failing_output(console: Console, report: GradeReport) -> None:
+    """The end of each failing or undecided check's output: why a test failed is what the
+    person grading needs next. Never for a hidden check (its output is the grader's)."""
+    for check in report.checks:
+        if check.result == "pass" or check.hidden or not check.output.strip():
+            continue
+        lines = check.output.rstrip("\n").splitlines()
+        shown = lines[-OUTPUT_TAIL_LINES:]
+        cut = len(lines) - len(shown)
+        head = f"output of [bold]{escape(check.criterion)}[/] ({check.result})"
+        if cut:
+            head += f", its last {len(shown)} of {len(lines)} lines"
+        console.print(head)
+        for line in shown:
+            console.print(Text("  " + line, style="dim"))
+
+
 def show(
     console: Console,
     report: GradeReport,
@@ -125,6 +148,7 @@ def show(
             escape(o.id), f"{o.weight:g}", f"[{style}]{o.result}[/]", o.via, escape(o.detail)
         )
     console.print(table)
+    failing_output(console, report)
     verified = report.verdict == "verified_complete"
     style = "bold green" if verified else "bold yellow"
     console.print(
@@ -204,19 +228,20 @@ def grade(
                 )
             )
     except InputError as bad:
-        err.print(f"[bold red]error[/] {escape(bad.render())}", markup=True)
+        BadInput.of(bad).show()
         sys.exit(EXIT_BAD_INPUT)
     except KeyboardInterrupt:
         err.print("interrupted: nothing was graded (the running check was stopped)")
         sys.exit(EXIT_INTERRUPTED)
-    if as_json:
-        # Exactly DESIGN §6's object: consumers parse it strictly. An unconfined grading
-        # is still said, on stderr, where a person running the pipeline sees it.
-        if not policy.confined:
-            err.print(sandbox_line(sandbox_report(policy)))
-        shown = json.dumps(report.design_json(), ensure_ascii=False)
-        click.echo(harness_secrets().redact(shown))  # check outputs were redacted already
-    else:
-        console = Console(highlight=False, soft_wrap=True)
-        show(console, report, claims, claim_file is not None, policy)
+    with reader_may_leave():
+        if as_json:
+            # Exactly DESIGN §6's object: consumers parse it strictly. An unconfined
+            # grading is still said, on stderr, where a person running the pipeline sees it.
+            if not policy.confined:
+                err.print(sandbox_line(sandbox_report(policy)))
+            shown = json.dumps(report.design_json(), ensure_ascii=False)
+            click.echo(harness_secrets().redact(shown))  # check outputs were redacted already
+        else:
+            console = ReportConsole(highlight=False, soft_wrap=True)
+            show(console, report, claims, claim_file is not None, policy)
     sys.exit(EXIT_VERIFIED if report.verdict == "verified_complete" else EXIT_NEEDS_REVISION)

@@ -12,20 +12,21 @@ from rich.markup import escape
 
 from envelopes.errors import ERROR_CODES, Finding, explain
 from envelopes.lint import lint_text
+from harness.cli.errors import BadInput
 
 
 def read_input(name: str) -> str:
-    """The text of a file, or of stdin for `-`; unreadable input is a usage error (2)."""
+    """The text of a file, or of stdin for `-`; unreadable input is bad input (2)."""
     try:
         data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except OSError as err:
-        raise click.UsageError(f"cannot read {name}: {err.strerror or err}") from err
+        raise BadInput(name, "E500", f"cannot read it: {err.strerror or err}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise click.UsageError(
-            f"{name}: not UTF-8 (byte {err.start}); iLang text is UTF-8 (Part III §1.3)"
-        ) from err
+        raise BadInput(
+            name, "E300", f"not UTF-8 (byte {err.start}); iLang text is UTF-8 (Part III §1.3)"
+        ) from None
 
 
 def finding_row(name: str, f: Finding) -> dict[str, object]:
@@ -55,12 +56,25 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
     Exit 0 no errors, 1 errors, 2 unreadable input."""
     if explain_code is not None:
         if explain_code.upper() not in ERROR_CODES:
-            raise click.UsageError(f"unknown code {explain_code}; known: {', '.join(ERROR_CODES)}")
+            raise BadInput(
+                "--explain", "E303", f"unknown code {explain_code}; known: {', '.join(ERROR_CODES)}"
+            )
         click.echo(explain(explain_code))
         return
     if not files:
-        raise click.UsageError("give at least one FILE (or - for stdin)")
-    texts = {name: read_input(name) for name in files}
+        raise BadInput("FILE", "E303", "give at least one FILE (or - for stdin)")
+    texts: dict[str, str] = {}
+    unreadable: list[BadInput] = []
+    for name in files:
+        try:
+            texts[name] = read_input(name)
+        except BadInput as problem:
+            unreadable.append(problem)
+    if unreadable:
+        # Every unreadable file is named, not only the first.
+        for earlier in unreadable[:-1]:
+            earlier.show()
+        raise unreadable[-1]
     rows: list[dict[str, object]] = []
     errors = 0
     console = Console(highlight=False, soft_wrap=True)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+from urllib.parse import urlsplit
+
 import click
 
+from harness.cli.errors import BadInput
 from harness.workspace.sandbox import SandboxOverrides
+
+FC = TypeVar("FC", bound=Callable[..., object])
 
 GRADER_MODEL_OPTION = click.option(
     "--grader-model",
@@ -34,3 +41,22 @@ NETWORK_OPTION = click.option(
 
 def sandbox_overrides(mode: str | None, network: str | None) -> SandboxOverrides:
     return SandboxOverrides.model_validate({"mode": mode, "network": network})
+
+
+def checked_base_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """`--base-url` must be an http(s) URL with a host: anything else would only fail later
+    as a connection error, retried as if the server were down."""
+    if value is None:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(
+            "--base-url",
+            "E303",
+            f"not an http(s) URL with a host: {value!r} (e.g. http://127.0.0.1:8080/v1)",
+        )
+    return value.strip()
+
+
+def base_url_option(help_text: str) -> Callable[[FC], FC]:
+    return click.option("--base-url", metavar="URL", help=help_text, callback=checked_base_url)

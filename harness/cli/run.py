@@ -11,13 +11,15 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from harness.cli.errors import EXIT_BAD_INPUT, BadInput
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
     SANDBOX_OPTION,
+    base_url_option,
     sandbox_overrides,
 )
-from harness.inputs.errors import InputError
+from harness.inputs.errors import InputError, InputErrors
 from harness.inputs.task_file import load_task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.results import RunResult
@@ -68,6 +70,15 @@ def execute(
     progress = no_progress if as_json else live_progress(err)
     if resume not in (None, RESUME_FLAG) and Path(str(resume)).is_file() and task_file is None:
         task_file, resume = Path(str(resume)), RESUME_FLAG  # `--resume task.toml`
+    if task_file is not None and resume not in (None, RESUME_FLAG):
+        # `ilh run TASK --resume RUN` would silently drop RUN: say which form is meant.
+        raise InputError(
+            "--resume",
+            "E303",
+            f"--resume {resume} names a run, and a TASK_FILE was given too: continue the run "
+            f"with `ilh run --resume {resume}`, or start the task stopped with "
+            "`ilh run TASK --resume`",
+        )
     with default_store(store_path) as store, interruption_reported(store, resume):
         if task_file is not None:
             task = load_task(task_file)
@@ -148,11 +159,9 @@ def execute_many(
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (DESIGN §6) on stdout.")
 @GRADER_MODEL_OPTION
-@click.option(
-    "--base-url",
-    metavar="URL",
-    help="Server for openai:/anthropic: models (an OpenAI-compatible one: vLLM, llama.cpp, "
-    "Ollama, LM Studio; a proxy).",
+@base_url_option(
+    "Server for openai:/anthropic: models (an OpenAI-compatible one: vLLM, llama.cpp, "
+    "Ollama, LM Studio; a proxy)."
 )
 @click.option(
     "--record",
@@ -222,11 +231,15 @@ def run(
                     )
                 ]
     except InputError as bad:
-        err.print(f"[bold red]error[/] {bad.render()}", markup=True)
-        sys.exit(2)
-    except (UnknownRun, StoreError) as bad:
-        err.print(f"[bold red]error[/] {bad}", markup=True)
-        sys.exit(2)
+        for each in bad.errors if isinstance(bad, InputErrors) else [bad]:
+            BadInput.of(each).show()
+        sys.exit(EXIT_BAD_INPUT)
+    except UnknownRun as bad:
+        BadInput(str(resume), "E500", str(bad)).show()
+        sys.exit(EXIT_BAD_INPUT)
+    except StoreError as bad:
+        BadInput(str(store_path or "--store"), "E500", str(bad)).show()
+        sys.exit(EXIT_BAD_INPUT)
     except Interrupted as stop:
         # Nothing is committed for a Ctrl-C: the run stays exactly where its last event
         # left it, as after a kill, and --resume continues it from there.

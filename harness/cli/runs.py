@@ -12,7 +12,9 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
+from rich.text import Text
 
+from harness.cli.errors import BadInput
 from harness.record.events import EventKind, RunSummary
 from harness.record.store import RunStore, StoreError, UnknownRun
 from harness.secrets import harness_secrets
@@ -27,25 +29,21 @@ STORE_OPTION = click.option(
 )
 
 
-class StoreProblem(click.ClickException):
-    """The store or the record key cannot be used (unreadable, a shared key): exit 2."""
-
-    exit_code = 2
-
-
 @contextmanager
 def open_store(path: Path) -> Iterator[RunStore]:
+    """The store at `path`; a missing or unusable store, an unknown run or an unusable
+    record key is one `error PATH: E500 …` line, exit 2."""
     try:
         store = RunStore(path, create=False)
     except StoreError as err:
-        raise click.UsageError(f"no run store at {path}: {err}") from err
+        raise BadInput(str(path), "E500", str(err)) from None
     try:
         with store:
             yield store
     except UnknownRun as err:
-        raise click.UsageError(str(err)) from err
+        raise BadInput("RUN", "E500", str(err)) from None
     except StoreError as err:
-        raise StoreProblem(str(err)) from err
+        raise BadInput(str(path), "E500", str(err)) from None
 
 
 @click.group()
@@ -120,7 +118,7 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
             summary = store.get_run(run_ref)
             events = store.events(summary.run_id)
         except UnknownRun as err:
-            raise click.UsageError(str(err)) from err
+            raise BadInput("RUN", "E500", str(err)) from None
     ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
     if as_json:
         shown = json.dumps(ended.payload["result"] if ended else None, ensure_ascii=False)
@@ -159,8 +157,53 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
             # A certification's steps (`ilh certify`): phase and what happened.
             phase = escape(str(data.get("phase", "note")))
             console.print(f"  round {event.round} [blue]{phase}[/] {escape(data['summary'])}")
+        elif event.kind is EventKind.MODEL_CALL:
+            show_model_call(console, event.round, data)
+        elif event.kind is EventKind.TOOL_CALL:
+            show_tool_call(console, event.round, data)
         elif event.kind is EventKind.RUN_ENDED:
             console.print(f"  [bold]ended by[/] {data.get('ended_by')}")
+
+
+#: How much of a model's text or a tool's output `runs show` prints per event (the whole
+#: record is in `ilh runs export`).
+SHOWN_CHARS = 600
+
+
+def _clip(text: str) -> str:
+    text = harness_secrets().redact(text)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"… [{len(text)} chars]"
+
+
+def show_model_call(console: Console, round_n: int, data: dict[str, object]) -> None:
+    """What the agent said and asked for: its text is untrusted, shown as plain text."""
+    usage = data.get("usage")
+    tokens = ""
+    if isinstance(usage, dict):
+        tokens = f" ({usage.get('input_tokens', '?')} in / {usage.get('output_tokens', '?')} out)"
+    console.print(f"  round {round_n} [green]model[/] {escape(str(data.get('model')))}{tokens}")
+    text = str(data.get("text") or "").strip()
+    if text:
+        console.print(Text(_indent(_clip(text)), style="dim"))
+    calls = data.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, dict):
+            args = json.dumps(call.get("arguments", {}), ensure_ascii=False)
+            console.print(Text(f"    → {call.get('name')} {_clip(args)}"))
+
+
+def show_tool_call(console: Console, round_n: int, data: dict[str, object]) -> None:
+    call = data.get("call") if isinstance(data.get("call"), dict) else {}
+    name = call.get("name") if isinstance(call, dict) else "?"
+    mark = "ok" if data.get("ok") else "error"
+    console.print(f"  round {round_n} [yellow]tool[/] {escape(str(name))} {mark}")
+    output = str(data.get("output") or "").strip()
+    if output:
+        console.print(Text(_indent(_clip(output)), style="dim"))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    │ " + line for line in text.splitlines())
 
 
 @runs.command("verify")
@@ -173,7 +216,7 @@ def verify_run(run_ref: str, store_path: Path) -> None:
         try:
             result = store.verify(store.resolve_run_id(run_ref))
         except UnknownRun as err:
-            raise click.UsageError(str(err)) from err
+            raise BadInput("RUN", "E500", str(err)) from None
     if result.ok:
         click.echo(
             f"{result.run_id}: ok, {result.checked} events verified, head authenticated "
@@ -202,4 +245,4 @@ def export_run(run_ref: str, store_path: Path) -> None:
         try:
             store.export_jsonl(store.resolve_run_id(run_ref), sys.stdout)
         except UnknownRun as err:
-            raise click.UsageError(str(err)) from err
+            raise BadInput("RUN", "E500", str(err)) from None

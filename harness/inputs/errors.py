@@ -32,3 +32,16 @@ def read_utf8(path: Path, what: str) -> str:
         raise InputError(path, "E500", f"cannot read {what}: {err.strerror or err}") from None
     except UnicodeDecodeError as err:
         raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
+
+
+class InputErrors(InputError):
+    """Several bad inputs found in one pass (a batch of task files): each is reported, not
+    only the first, so one run of the command shows everything to fix."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        self.errors = errors
+        first = errors[0]
+        super().__init__(first.path, first.code, first.message, first.line, first.col)
+
+    def render(self) -> str:
+        return "\n".join(e.render() for e in getattr(self, "errors", [])) or super().render()

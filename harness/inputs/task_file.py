@@ -214,10 +214,32 @@ class Task(BaseModel):
         name = self.spec.task.workspace
         if name is None:
             return None
-        path = (self.folder / name).resolve()
+        path = self._inside_task_folder(name, "workspace folder")
         if not path.is_dir():
             raise InputError(
                 self.source or self.folder, "E500", f"workspace folder {name!r} not found"
+            )
+        return path
+
+    def _inside_task_folder(self, name: str, what: str) -> Path:
+        """`name` resolved against the task folder, which it may not leave: a template of
+        `../../../etc` would copy the host's files (as the harness reads them) into the
+        agent's workspace."""
+        folder = self.folder.resolve()
+        path = (folder / name).resolve()
+        if path != folder and folder not in path.parents:
+            raise InputError(
+                self.source or self.folder,
+                "E303",
+                f"{what} {name!r} is outside the task folder {str(folder)!r}; it must be "
+                "a folder beside task.toml",
+            )
+        if path == folder:
+            raise InputError(
+                self.source or self.folder,
+                "E303",
+                f"{what} {name!r} is the task folder itself (task.toml and its hidden checks "
+                "would be copied); name a folder inside it",
             )
         return path
 
@@ -228,7 +250,7 @@ class Task(BaseModel):
         if rubric is None or rubric.checks is None:
             return None
         where = self.source or self.folder
-        path = (self.folder / rubric.checks).resolve()
+        path = self._inside_task_folder(rubric.checks, "checks folder")
         if not path.is_dir():
             raise InputError(where, "E500", f"checks folder {rubric.checks!r} not found")
         template = self.workspace_template()

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from budgets.estimate import estimate_tokens
+from harness.inputs.errors import InputError
 from harness.inputs.jsonl import read_jsonl
 from harness.models.interface import AgentEnded, ModelReply, ModelRequest, Usage
 from harness.workspace.tools import ToolCall
@@ -35,8 +36,11 @@ class ScriptedTurn(BaseModel):
     usage: ScriptedUsage | None = None
 
 
-def load_script(path: Path) -> list[ScriptedTurn]:
-    return read_jsonl(path, ScriptedTurn, "the agent script")
+def load_script(path: Path, what: str = "the agent script") -> list[ScriptedTurn]:
+    turns = read_jsonl(path, ScriptedTurn, what)
+    if not turns:
+        raise InputError(path, "E303", f"{what} has no turns: a scripted model needs one or more")
+    return turns
 
 
 class ScriptedClient:
@@ -48,8 +52,10 @@ class ScriptedClient:
         self._label = label
 
     @classmethod
-    def from_file(cls, path: Path, start: int = 0) -> ScriptedClient:
-        return cls(load_script(path), f"scripted:{path.name}", start)
+    def from_file(
+        cls, path: Path, start: int = 0, what: str = "the agent script"
+    ) -> ScriptedClient:
+        return cls(load_script(path, what), f"scripted:{path.name}", start)
 
     @property
     def name(self) -> str:

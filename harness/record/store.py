@@ -134,8 +134,17 @@ class RunStore:
         if not self._path.exists():
             if not create:
                 raise StoreError(f"no run store at {self._path}")
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise StoreError(
+                    f"cannot create the run store's folder {self._path.parent}: "
+                    f"{err.strerror or err}"
+                ) from None
+        try:
+            self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
+        except (OSError, sqlite3.Error) as err:
+            raise StoreError(f"cannot open the run store {self._path}: {err}") from None
 
     # -- lifecycle ---------------------------------------------------------------------
 

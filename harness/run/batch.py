@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from harness.inputs.errors import InputError, InputErrors
 from harness.inputs.task_file import load_task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.results import RunResult
@@ -58,13 +59,25 @@ async def run_tasks(
     progress: Progress = no_progress,
     sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> list[RunResult]:
-    tasks = [load_task(path) for path in task_files]
-    for task in tasks:  # a refused handoff stops the batch before any model is called
-        check_handoff(task)
+    tasks = []
+    problems: list[InputError] = []
+    for path in task_files:
+        try:
+            task = load_task(path)
+            check_handoff(task)  # a refused handoff stops the batch before any model call
+            tasks.append(task)
+        except InputError as bad:
+            problems.append(bad)
+    if problems:
+        raise problems[0] if len(problems) == 1 else InputErrors(problems)
     clients = []
     try:
         for task in tasks:
-            clients.append(client_for(model_uri(task, model), task, options=options))
+            clients.append(
+                client_for(
+                    model_uri(task, model), task, options=options, on_command_line=model is not None
+                )
+            )
     except BaseException:
         for client in clients:
             await close_client(client)

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from harness.record.results import RunResult
 from harness.run.orchestrator import Progress
@@ -69,7 +70,23 @@ def summary(console: Console, result: RunResult) -> None:
     table.add_column(overflow="fold")  # a status line is read whole, never cut
     final = result.final
     table.add_row("ended by", result.ended_by)
-    table.add_row("final", escape(final.line) if final else "-")
+    # In words, so a narrow terminal wraps between words; the exact status line follows
+    # the table on its own line (soft-wrapped by the terminal, never cut by rich).
+    table.add_row(
+        "final",
+        escape(
+            " · ".join(
+                [
+                    final.state,
+                    *([f"reason {final.reason}"] if final.reason else []),
+                    f"by {final.by}",
+                    f"authority {final.authority}",
+                ]
+            )
+        )
+        if final
+        else "-",
+    )
     table.add_row("model", escape(result.model or "-"))
     table.add_row("sandbox", sandbox_text(result.sandbox))
     table.add_row(
@@ -83,14 +100,43 @@ def summary(console: Console, result: RunResult) -> None:
     )
     table.add_row("violations", str(len(result.violations)))
     for row in result.budgets:
-        table.add_row(
-            f"budget {row['kind']}",
-            f"{row['used']} of {row['limit']} used, remaining {row['remaining']}",
-        )
+        table.add_row(f"budget {row['kind']}", budget_text(row))
     grader_rows(table, result)
     for note in result.notes:
         table.add_row("note", escape(note))
     console.print(table)
+    if final is not None:
+        console.print(Text(final.line), soft_wrap=True)
+
+
+def _amount(kind: str, value: object) -> str:
+    number = float(value) if isinstance(value, int | float) else 0.0
+    if kind == "time":
+        return f"{number:,.2f} s"
+    return f"{round(number):,}"
+
+
+def budget_text(row: dict[str, object]) -> str:
+    """One budget as a person reads it: rounded numbers with units, the reserves that
+    `remaining` already leaves aside named, and an overrun said as one (never a negative
+    remaining)."""
+    kind = str(row.get("kind"))
+    used, limit = row.get("used"), row.get("limit")
+    remaining = row.get("remaining")
+    left = float(remaining) if isinstance(remaining, int | float) else 0.0
+    text = f"{_amount(kind, used)} of {_amount(kind, limit)} used, "
+    if left < 0:
+        text += f"0 remaining (over by {_amount(kind, -left)})"
+    else:
+        text += f"{_amount(kind, left)} remaining"
+    reserves = [
+        f"{name} {_amount(kind, value)}"
+        for key, name in (("reserve_audit", "audit"), ("reserve_summary", "summary"))
+        if isinstance(value := row.get(key), int | float) and value > 0
+    ]
+    if reserves:
+        text += " after the reserves (" + ", ".join(reserves) + ")"
+    return text
 
 
 def grader_rows(table: Table, result: RunResult) -> None:
@@ -132,10 +178,24 @@ def sandbox_text(report: dict[str, Any] | None) -> str:
             str(report.get("reason", ""))
         )
     limits = report.get("limits", {})
-    shown = ", ".join(f"{k} {v}" for k, v in limits.items())
+    shown = ", ".join(f"{k.replace('_', ' ')} {_limit(k, v)}" for k, v in limits.items())
     network = report.get("network")
     net = "[bold yellow]host network[/]" if network == "host" else "no network"
     return f"{escape(str(report.get('mode')))} · {net} · {escape(shown)}"
+
+
+_BYTE_LIMITS = frozenset({"file_size", "memory", "tmp_size"})
+
+
+def _limit(name: str, value: object) -> str:
+    if name in _BYTE_LIMITS and isinstance(value, int):
+        for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+            if value >= size and value % size == 0:
+                return f"{value // size} {unit}"
+        return f"{value:,} bytes"
+    if name == "cpu_seconds" and isinstance(value, int):
+        return f"{value} s"
+    return str(value)
 
 
 def sandbox_line(report: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from envelopes.declarations import Budget
 from harness.context.agent import Segment, tool_result_segment
 from harness.enforce.lifecycle import IllegalTransition, Lifecycle, StatusEntry
 from harness.enforce.provenance import Provenance
+from harness.enforce.transitions import TERMINAL
 from harness.inputs.errors import InputError
 from harness.inputs.task_file import Task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
@@ -259,7 +260,19 @@ async def resume_run(
         raise InputError(
             run_ref, "E303", f"the recorded history is not lawful; not resumed: {err}"
         ) from None
-    recorded = recorded_endpoint(meta, events, model_uri(task, None))
+    if lifecycle.state in TERMINAL:
+        # A finished run has nothing to continue: its recorded result is the answer, and
+        # the record gets no second run_ended.
+        ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
+        if ended is not None and isinstance(ended.payload.get("result"), dict):
+            result = RunResult.model_validate(ended.payload["result"])
+            note = f"the run is {lifecycle.state}: nothing to resume (its recorded result)"
+            return result.model_copy(update={"notes": [*result.notes, note]})
+    # The recorded model first: the task file may name none (the run was given --model).
+    fallback = task.spec.agent.model if task.spec.agent is not None else (model or "")
+    recorded = recorded_endpoint(meta, events, fallback)
+    if not recorded.model:
+        model_uri(task, model)  # neither recorded nor given: the "no model" bad input
     endpoint, changes = chosen_endpoint(recorded, model, options.base_url, grader_model)
     script = (
         rebuilt_script(run_ref, inputs if isinstance(inputs, dict) else {}, task, endpoint.model)
@@ -276,7 +289,14 @@ async def resume_run(
     client = client_for(
         endpoint.model,
         task,
-        start=state.model_calls,
+        # Every recorded call an earlier process consumed, failed ones included (a replay
+        # must not serve the failure that stopped the run again).
+        start=state.model_calls
+        + sum(
+            1
+            for e in events
+            if e.kind is EventKind.NOTE and isinstance(e.payload.get("model_error"), dict)
+        ),
         options=chosen,
         script=script.script if script else None,
     )

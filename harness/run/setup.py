@@ -70,15 +70,18 @@ def client_for(
     options: ClientOptions = NO_OPTIONS,
     flag: str = "--model",
     script: Sequence[ScriptedTurn] | None = None,
+    on_command_line: bool = False,
 ) -> ModelClient:
-    """The client a model URI names (DESIGN §5). `start`: turns a scripted agent has
-    already spoken (resume). `options`: --base-url for the providers, and --record,
-    which wraps whatever client this is in a recorder. `flag`: where the URI came from,
-    for the error message. `script`: a scripted agent's turns as the run record kept
-    them (resume), instead of its file."""
+    """The client a model URI names (DESIGN §5). `on_command_line`: the URI came from a
+    flag, so its paths are relative to the current folder, like every path a person types
+    (falling back to the task folder); a URI of the task file is relative to its folder.
+    `start`: turns a scripted agent has already spoken (resume). `options`: --base-url
+    for the providers, and --record, which wraps whatever client this is in a recorder.
+    `flag`: where the URI came from, for the error message. `script`: a scripted
+    agent's turns as the run record kept them (resume), instead of its file."""
     return client_from_uri(
         uri,
-        task.resolve,
+        (lambda rest: replay_path(rest, task)) if on_command_line else task.resolve,
         start=start,
         options=options,
         flag=flag,
@@ -108,11 +111,12 @@ def client_from_uri(
     if scheme == "scripted" and script is not None:
         client = ScriptedClient(list(script), f"scripted:{Path(rest).name}", start)
     elif scheme == "scripted":
-        client = ScriptedClient.from_file(resolve(rest), start=start)
+        who = "the grader script" if flag == "--grader-model" else "the agent script"
+        client = ScriptedClient.from_file(resolve(rest), start=start, what=who)
     elif scheme == "replay":
         from harness.models.clients.replay import ReplayClient
 
-        client = ReplayClient.from_file((replay or resolve)(rest))
+        client = ReplayClient.from_file((replay or resolve)(rest), start=start)
     elif scheme == "openai":
         from harness.models.clients.openai_client import OpenAIClient
 
@@ -151,8 +155,8 @@ def effective_base_url(uri: str, options: ClientOptions) -> str | None:
 
 
 def replay_path(rest: str, task: Task) -> Path:
-    """A recording named on the command line is relative to the current folder (where
-    `--record` wrote it); one named in a task file, to the task's folder."""
+    """A file named on the command line (a recording, a script): relative to the current
+    folder (where `--record` wrote it) when it is there, else to the task's folder."""
     given = Path(rest)
     if given.is_absolute() or given.exists():
         return given
@@ -172,10 +176,18 @@ DEFAULT_MODEL = "local:smollm2"
 
 
 def model_uri(task: Task, override: str | None) -> str:
+    """`--model`, else the task's `[agent] model`. Neither is bad input: silently running
+    some default model would spend a budget on an agent nobody chose."""
     if override:
         return override
     if task.spec.agent is None:
-        return DEFAULT_MODEL
+        raise InputError(
+            task.source or task.folder,
+            "E303",
+            "no model: the task file has no [agent] model and no --model was given "
+            '(add [agent] model = "scripted:agent.jsonl", or pass --model openai:…, '
+            f"anthropic:…, {DEFAULT_MODEL}, …)",
+        )
     return task.spec.agent.model
 
 
@@ -228,7 +240,7 @@ async def run_task(
     check_handoff(task)
     uri = model_uri(task, model)
     if client is None:
-        client = client_for(uri, task, options=options)
+        client = client_for(uri, task, options=options, on_command_line=model is not None)
     if grader_client is None:
         grader_client = grader_client_for(grader_model, task, options)
     lifecycle = lifecycle_of(task)
@@ -303,6 +315,7 @@ def grader_client_for(
         task,
         options=ClientOptions(base_url=options.base_url),
         flag="--grader-model",
+        on_command_line=True,
     )
 
 

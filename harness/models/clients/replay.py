@@ -59,8 +59,19 @@ class ReplayClient:
         self.served = 0
 
     @classmethod
-    def from_file(cls, path: Path) -> ReplayClient:
-        return cls(load_recording(path), f"replay:{path.name}")
+    def from_file(cls, path: Path, start: int = 0) -> ReplayClient:
+        """`start`: calls an earlier process of the same run already consumed (a resume):
+        they are not served again. Without it, a run that stopped on a recorded failure
+        and was resumed would meet that failure again instead of the success after it."""
+        client = cls(load_recording(path), f"replay:{path.name}")
+        for call in client._calls[:start]:
+            client._forget(call)
+        return client
+
+    def _forget(self, call: RecordedCall) -> None:
+        for queue in (self._by_digest[call.digest], self._by_input[call.input_digest]):
+            if call in queue:
+                queue.remove(call)
 
     @property
     def name(self) -> str:
