@@ -231,6 +231,14 @@ class Task(BaseModel):
         path = (self.folder / rubric.checks).resolve()
         if not path.is_dir():
             raise InputError(where, "E500", f"checks folder {rubric.checks!r} not found")
+        if not path.is_relative_to(self.folder.resolve()):
+            # A symlink out of the task folder: "beside task.toml" holds for the name only.
+            raise InputError(
+                where,
+                "E303",
+                f"checks folder {rubric.checks!r} leads outside the task's folder (a "
+                "symlink): hidden checks must be a folder beside task.toml",
+            )
         template = self.workspace_template()
         if template is not None and (
             path == template or template in path.parents or path in template.parents

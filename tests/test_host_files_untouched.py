@@ -1,0 +1,80 @@
+"""Files outside the harness's own trees are never given to the sandbox user (issue 9,
+second red team). A root harness chowns what a command mounts writable or must read to
+its unprivileged user; each test here passed as an attack before its fix:
+
+* `ilh grade` handed the task's live hidden checks folder to "nobody", and with it any
+  folder a `checks` symlink named (`checks -> /` chowned the whole host);
+* `hand_over` chowned (and chmodded) a file hard-linked into a tree, changing the file's
+  other name outside it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli.main import ilh
+from harness.workspace.sandbox_user import SandboxUser, hand_over
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hidden_checks"
+ROOT = os.geteuid() == 0
+as_root = pytest.mark.skipif(not ROOT, reason="only a root harness hands trees over")
+
+
+def owners(folder: Path) -> set[int]:
+    found = {folder.lstat().st_uid}
+    for path in folder.rglob("*"):
+        found.add(path.lstat().st_uid)
+    return found
+
+
+def grade(task: Path, workspace: Path) -> tuple[int, str, str]:
+    result = CliRunner().invoke(ilh, ["grade", str(task), "--workspace", str(workspace), "--json"])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@as_root
+def test_ilh_grade_leaves_the_task_hidden_checks_to_their_owner(tmp_path: Path) -> None:
+    task = tmp_path / "task"
+    shutil.copytree(EXAMPLE, task)
+    code, out, _ = grade(task / "task.toml", task / "workspace")
+    rows = {c["id"]: c["result"] for c in json.loads(out)["criteria"]}
+    assert code == 1 and rows["rules"] == "fail"  # the hidden check did run
+    assert owners(task / "checks") == {0}
+
+
+@as_root
+def test_a_checks_symlink_out_of_the_task_folder_is_refused(tmp_path: Path) -> None:
+    """The task file says `checks = "checks"`; the folder is a link to someone's project."""
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "private.txt").write_text("mine\n")
+    (victim / "private.txt").chmod(0o600)
+    task = tmp_path / "task"
+    shutil.copytree(EXAMPLE, task)
+    shutil.rmtree(task / "checks")
+    (task / "checks").symlink_to(victim)
+    code, _, err = grade(task / "task.toml", task / "workspace")
+    assert code == 2 and "leads outside the task's folder" in err
+    assert owners(victim) == {0}
+
+
+@as_root
+def test_hand_over_leaves_a_hard_linked_outside_file_alone(tmp_path: Path) -> None:
+    outside = tmp_path / "host-tool"
+    outside.write_bytes(b"#!/bin/sh\n")
+    outside.chmod(0o4755)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    os.link(outside, tree / "linked")
+    (tree / "own.txt").write_text("x")
+    hand_over(tree, SandboxUser(65534, 65534, True))
+    info = outside.stat()
+    assert info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o4755
+    assert (tree / "own.txt").stat().st_uid == 65534  # the tree's own files still go
