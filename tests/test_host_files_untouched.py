@@ -5,7 +5,9 @@ its unprivileged user; each test here passed as an attack before its fix:
 * `ilh grade` handed the task's live hidden checks folder to "nobody", and with it any
   folder a `checks` symlink named (`checks -> /` chowned the whole host);
 * `hand_over` chowned (and chmodded) a file hard-linked into a tree, changing the file's
-  other name outside it too.
+  other name outside it too;
+* a command filled the host's disk through the workspace (many files, each under the
+  per-file limit).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import ilh
+from harness.workspace.commands import run_shell
+from harness.workspace.folder import Workspace
+from harness.workspace.sandbox import SandboxPolicy
 from harness.workspace.sandbox_user import SandboxUser, hand_over
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "hidden_checks"
@@ -78,3 +83,20 @@ def test_hand_over_leaves_a_hard_linked_outside_file_alone(tmp_path: Path) -> No
     info = outside.stat()
     assert info.st_uid == 0 and stat.S_IMODE(info.st_mode) == 0o4755
     assert (tree / "own.txt").stat().st_uid == 65534  # the tree's own files still go
+
+
+# --- the host's disk, through the workspace ------------------------------------------------
+
+
+def test_a_command_cannot_fill_the_disk_through_the_workspace(tmp_path: Path) -> None:
+    """Many files under the per-file limit: nothing bounded their number."""
+    ws = Workspace.create(tmp_path / "ws")
+    policy = SandboxPolicy(disk=32 * 1024 * 1024)
+    fill = "for i in 1 2 3 4 5 6 7 8 9 10; do head -c 16M /dev/zero > f$i; sync; done; echo done"
+    result = run_shell(fill, ws.root, 60.0, sandbox=policy)
+    written = sum(p.stat().st_size for p in ws.root.iterdir())
+    assert result.exit_code != 0 and "done" not in result.output
+    assert "disk allowance" in result.output and not result.timed_out
+    assert written < 100 * 1024 * 1024
+    ok = run_shell("head -c 4M /dev/zero > small; echo done", ws.root, 60.0, sandbox=policy)
+    assert ok.exit_code == 0 and "done" in ok.output
