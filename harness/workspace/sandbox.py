@@ -427,7 +427,7 @@ def confined_process(
     are handed to the sandbox user; after it, its cgroups go and setuid bits are cleared."""
     bwrap = require_sandbox()
     try:
-        program = filter_program()
+        program = filter_program(host_network=policy.network == "host")
     except SeccompUnsupported as exc:
         raise SandboxUnavailable(f"no sandbox: {exc}; {_HOW_TO}") from None
     user = sandbox_user()
