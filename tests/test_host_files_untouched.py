@@ -6,8 +6,8 @@ its unprivileged user; each test here passed as an attack before its fix:
   folder a `checks` symlink named (`checks -> /` chowned the whole host);
 * `hand_over` chowned (and chmodded) a file hard-linked into a tree, changing the file's
   other name outside it too;
-* a command filled the host's disk through the workspace (many files, each under the
-  per-file limit).
+* a command filled the host's disk (or its inodes) through the workspace (many files,
+  each under the per-file limit).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import ilh
+from harness.workspace import disk
 from harness.workspace.commands import run_shell
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import SandboxPolicy
@@ -100,3 +101,15 @@ def test_a_command_cannot_fill_the_disk_through_the_workspace(tmp_path: Path) ->
     assert written < 100 * 1024 * 1024
     ok = run_shell("head -c 4M /dev/zero > small; echo done", ws.root, 60.0, sandbox=policy)
     assert ok.exit_code == 0 and "done" in ok.output
+
+
+def test_a_command_cannot_use_up_the_filesystem_s_inodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Empty files take no blocks: the byte allowance alone never saw them."""
+    monkeypatch.setattr(disk, "INODE_ALLOWANCE", 2_000)
+    ws = Workspace.create(tmp_path / "ws")
+    many = "mkdir d && cd d && i=0; while [ $i -lt 20000 ]; do : > f$i; i=$((i+1)); done; echo done"
+    result = run_shell(many, ws.root, 120.0)
+    assert "done" not in result.output and "too many files" in result.output
+    assert len(list((ws.root / "d").iterdir())) < 10_000
