@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -34,9 +38,9 @@ from harness.cli.options import (
     sandbox_overrides,
 )
 from harness.grading.grader import Grader, claims_from_text, grading_rubric
-from harness.grading.tree import GradingSources
+from harness.grading.tree import GradingSources, snapshot_folder
 from harness.inputs.errors import InputError, read_utf8
-from harness.inputs.task_file import load_task
+from harness.inputs.task_file import Task, load_task
 from harness.models.clients.options import NO_OPTIONS
 from harness.run.orchestrator import objective_of, task_blocks
 from harness.run.progress import sandbox_line
@@ -89,9 +93,41 @@ async def grade_task(
         raise InputError("--baseline", "E500", f"{baseline} is not a folder")
     claims = read_claim_file(claim_file) if claim_file is not None else []
     # The baseline plays the role of `ilh run`'s template snapshot; the hidden checks
-    # are the task's own folder (no agent is running while the user grades).
+    # are a private copy of the task's folder, as under `ilh run` (see `_checks_copy`).
     template = baseline.resolve() if baseline is not None else None
-    sources = GradingSources(template=template, checks=task.checks_folder())
+    with _checks_copy(task_file, task.checks_folder()) as checks:
+        sources = GradingSources(template=template, checks=checks)
+        return await _grade(task, workspace, claims, grader_model, sources, policy)
+
+
+@contextmanager
+def _checks_copy(task_file: Path, checks: Path | None) -> Iterator[Path | None]:
+    """A private copy of the hidden checks, removed after grading. The sandbox hands
+    the checks it mounts to its unprivileged user (chown): done to the task's own folder,
+    that gave the user's files away, and to whatever a `checks` symlink named (`/`
+    included: the whole host chowned to "nobody")."""
+    if checks is None:
+        yield None
+        return
+    scratch = Path(tempfile.mkdtemp(prefix="ilh-grade-checks-"))
+    try:
+        try:
+            copy = snapshot_folder(checks, scratch / "checks")
+        except WorkspaceError as err:
+            raise InputError(task_file, "E500", f"checks: {err}") from None
+        yield copy
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+async def _grade(
+    task: Task,
+    workspace: Workspace,
+    claims: list[AgentClaim],
+    grader_model: str | None,
+    sources: GradingSources,
+    policy: SandboxPolicy,
+) -> tuple[GradeReport, list[AgentClaim], SandboxPolicy]:
     client = grader_client_for(grader_model, task, NO_OPTIONS)
     grader = Grader(
         rubric=grading_rubric(task),

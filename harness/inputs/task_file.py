@@ -168,6 +168,7 @@ class SandboxSection(Strict):
     cpu_seconds: int | None = Field(default=None, ge=1)
     memory: Bytes | None = Field(default=None, ge=64 * 1024 * 1024)
     tmp_size: Bytes | None = Field(default=None, ge=1024 * 1024)
+    disk: Bytes | None = Field(default=None, ge=16 * 1024 * 1024)
 
 
 class HandoffSection(Strict):

@@ -41,6 +41,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness.secrets import harness_secrets
+from harness.workspace.disk import DiskWatch
 from harness.workspace.sandbox import (
     CONFINED,
     SANDBOX_WORKDIR,
@@ -158,6 +159,7 @@ def run_shell(
                 preexec=box.preexec,
                 pass_fds=box.pass_fds,
                 executable=box.executable,
+                disk=DiskWatch(cwd, sandbox.disk),
             )
     tmp_dir = _make_tmp_dir(cwd)
     try:
@@ -190,6 +192,7 @@ def _run(
     preexec: Callable[[], None] | None = None,
     pass_fds: tuple[int, ...] = (),
     executable: str | None = None,
+    disk: DiskWatch | None = None,
 ) -> CommandResult:
     # Our own pipe rather than Popen's file objects: the reader thread owns the read end
     # and closes it, so it is never closed under a read still in progress.
@@ -221,7 +224,7 @@ def _run(
 
     _RUNNING_GROUPS.add(proc.pid)
     try:
-        exited = _wait_without_reaping(proc.pid, started + timeout_s)
+        exited, stopped = _wait_without_reaping(proc.pid, started + timeout_s, disk)
     except BaseException:  # Ctrl-C, cancellation: the command must not outlive the run
         _RUNNING_GROUPS.discard(proc.pid)
         _kill_group(proc.pid)
@@ -238,6 +241,8 @@ def _run(
     reader.join(PIPE_CLOSE_WAIT_S)
 
     output, truncated = sink.render()
+    if stopped is not None:
+        output += f"\n[{stopped}]"
     if reader.is_alive():
         output += (
             "\n[output may be incomplete: a process outside the command's process group "
@@ -248,27 +253,32 @@ def _run(
         # Secrets out before anyone sees the output: an unconfined command can read the
         # harness's environment (/proc/$PPID/environ), and any command a file holding one.
         output=harness_secrets().redact(output),
-        timed_out=not exited,
+        timed_out=not exited and stopped is None,
         duration_s=round(duration_s, 3),
         truncated=truncated,
         output_bytes=sink.total,
     )
 
 
-def _wait_without_reaping(pid: int, deadline: float) -> bool:
-    """True once the child has exited, False at the deadline. `WNOWAIT` leaves the child
-    a zombie, which keeps its pid and process group id reserved for the kill."""
+def _wait_without_reaping(
+    pid: int, deadline: float, disk: DiskWatch | None = None
+) -> tuple[bool, str | None]:
+    """(True, None) once the child has exited, (False, None) at the deadline, (False,
+    why) when `disk` says it must stop. `WNOWAIT` leaves the child a zombie, which keeps
+    its pid and process group id reserved for the kill."""
     delay = 0.001
     while True:
         try:
             info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:  # reaped by someone else: it has certainly exited
-            return True
+            return True, None
         if info is not None:
-            return True
+            return True, None
+        if disk is not None and (why := disk.exceeded()) is not None:
+            return False, why
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return False
+            return False, None
         time.sleep(min(delay, remaining))
         delay = min(delay * 2, _POLL_MAX_S)
 

@@ -32,6 +32,7 @@ ToolErrorKind = Literal[
     "unknown_tool",
     "no_time",  # run_command called with no time left to run it
     "no_sandbox",  # run_command refused: no sandbox can be made here (fail closed)
+    "timeout",  # grep's pattern ran past its deadline (catastrophic backtracking)
     "os_error",
 ]
 

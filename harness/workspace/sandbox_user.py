@@ -76,7 +76,12 @@ def _settle(dir_fd: int, name: str | None, user: SandboxUser) -> None:
     cannot be changed is left as it is (the command then simply lacks access)."""
     try:
         info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False) if name else os.fstat(dir_fd)
-        if user.switch and (info.st_uid != user.uid or info.st_gid != user.gid):
+        foreign = info.st_uid != user.uid or info.st_gid != user.gid
+        if foreign and not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1:
+            # Another name shares this inode, perhaps outside the tree (a host file linked
+            # in): chown or chmod would change that file too. Left as it is.
+            return
+        if user.switch and foreign:
             if name is None:
                 os.fchown(dir_fd, user.uid, user.gid)
             else:

@@ -28,6 +28,7 @@ _LD_W_ABS: Final = 0x20
 _JEQ_K: Final = 0x15
 _JGE_K: Final = 0x35
 _JSET_K: Final = 0x45
+_AND_K: Final = 0x54
 _RET_K: Final = 0x06
 _RET_ALLOW: Final = 0x7FFF0000
 _RET_ERRNO: Final = 0x00050000
@@ -37,6 +38,10 @@ _RET_KILL_PROCESS: Final = 0x80000000
 _NR: Final = 0
 _ARCH: Final = 4
 _ARG0_LOW: Final = 16
+_ARG1_LOW: Final = 24
+_AF_UNIX: Final = 1
+_SOCK_DGRAM: Final = 2
+_SOCK_TYPE_MASK: Final = 0xF
 
 _X32_BIT: Final = 0x40000000
 #: CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME.
@@ -80,7 +85,7 @@ _ARCHES: Final = {
             "finit_module": 313, "delete_module": 176, "open_by_handle_at": 304,
             "name_to_handle_at": 303, "swapon": 167, "swapoff": 168, "reboot": 169,
             "acct": 163, "quotactl": 179, "syslog": 103, "lookup_dcookie": 212,
-            "vhangup": 153, "clone": 56, "clone3": 435,
+            "vhangup": 153, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53,
         },
     ),
     "aarch64": _Arch(
@@ -96,7 +101,7 @@ _ARCHES: Final = {
             "finit_module": 273, "delete_module": 106, "open_by_handle_at": 265,
             "name_to_handle_at": 264, "swapon": 224, "swapoff": 225, "reboot": 142,
             "acct": 89, "quotactl": 60, "syslog": 116, "lookup_dcookie": 18,
-            "vhangup": 58, "clone": 220, "clone3": 435,
+            "vhangup": 58, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
         },
     ),
 }  # fmt: skip
@@ -119,9 +124,10 @@ def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
 
 
 @functools.cache
-def filter_program(machine: str | None = None) -> bytes:
+def filter_program(machine: str | None = None, host_network: bool = False) -> bytes:
     """The compiled filter (an array of `struct sock_filter`) for `machine` (default:
-    this one); `SeccompUnsupported` for an architecture without a table."""
+    this one); `SeccompUnsupported` for an architecture without a table. `host_network`:
+    the command shares the host's network namespace, see `_no_unix_sockets`."""
     name = machine or platform.machine()
     arch = _ARCHES.get(name)
     if arch is None:
@@ -136,6 +142,8 @@ def filter_program(machine: str | None = None) -> bytes:
         prog += [_op(_JGE_K, _X32_BIT, jf=1), _op(_RET_K, _RET_KILL_PROCESS)]
     for call in DENIED:
         prog += [_op(_JEQ_K, arch.numbers[call], jf=1), _op(_RET_K, deny)]
+    if host_network:
+        prog += _no_unix_sockets(arch, deny)
     # clone3 passes its flags in memory a classic filter cannot read: ENOSYS makes the C
     # library fall back to clone, whose flags are checked below.
     prog += [_op(_JEQ_K, arch.numbers["clone3"], jf=1), _op(_RET_K, _RET_ERRNO | errno.ENOSYS)]
@@ -147,3 +155,27 @@ def filter_program(machine: str | None = None) -> bytes:
     ]
     prog.append(_op(_RET_K, _RET_ALLOW))
     return b"".join(prog)
+
+
+def _no_unix_sockets(arch: _Arch, deny: int) -> list[bytes]:
+    """With the host's network, abstract Unix sockets are the host's too: they have no
+    file, so no mount hides them, and host services listen on them (containerd shims,
+    X11, D-Bus). A filter cannot read the address a `connect` names, so under host
+    network no Unix socket can be made (`socket(AF_UNIX, ...)`), nor a datagram pair
+    (`socketpair(AF_UNIX, SOCK_DGRAM)`, whose `sendto` can name any address); stream
+    pairs, which stay connected to each other, still work. Ends with `nr` reloaded."""
+    return [
+        _op(_JEQ_K, arch.numbers["socket"], jf=3),
+        _op(_LD_W_ABS, _ARG0_LOW),
+        _op(_JEQ_K, _AF_UNIX, jf=1),
+        _op(_RET_K, deny),
+        _op(_LD_W_ABS, _NR),
+        _op(_JEQ_K, arch.numbers["socketpair"], jf=6),
+        _op(_LD_W_ABS, _ARG0_LOW),
+        _op(_JEQ_K, _AF_UNIX, jf=4),
+        _op(_LD_W_ABS, _ARG1_LOW),
+        _op(_AND_K, _SOCK_TYPE_MASK),
+        _op(_JEQ_K, _SOCK_DGRAM, jf=1),
+        _op(_RET_K, deny),
+        _op(_LD_W_ABS, _NR),
+    ]

@@ -12,9 +12,8 @@ Caps (all outputs stay small enough to put back into a model context):
 `MAX_GREP_FILES`, `MAX_GREP_FILE_BYTES`, `MAX_GREP_LINE_CHARS`, `MAX_GREP_PATTERN_CHARS`,
 `MAX_COMMAND_CHARS`, and `harness.workspace.commands.MAX_OUTPUT_BYTES` for command output.
 
-Known limit: `grep` runs Python's `re` in-process, which has no timeout, so a
-catastrophically backtracking pattern can stall the harness; the file-size, file-count
-and pattern-length caps bound the damage but do not remove it.
+`grep` matches in a child process with a deadline (`harness.workspace.matcher`): Python's
+`re` has no timeout, and a catastrophically backtracking pattern stalled the harness.
 """
 
 from __future__ import annotations
@@ -51,6 +50,7 @@ from harness.workspace.folder import (
     show_path,
     writable_target,
 )
+from harness.workspace.matcher import MatchTimeout, search
 from harness.workspace.sandbox import CONFINED, SandboxPolicy, SandboxUnavailable
 
 #: read_file returns at most this many bytes of a file (with a note when cut).
@@ -69,6 +69,8 @@ MAX_GREP_FILE_BYTES = 1024 * 1024
 MAX_GREP_LINE_CHARS = 300
 #: grep refuses longer patterns.
 MAX_GREP_PATTERN_CHARS = 1000
+#: Longest a `grep` may match for (`harness.workspace.matcher`: a backtracking pattern).
+GREP_TIMEOUT_S = 30.0
 #: run_command refuses longer command strings.
 MAX_COMMAND_CHARS = 64 * 1024
 
@@ -321,7 +323,7 @@ def _execute(
         case ListFilesArgs():
             return list_files(workspace, args.path)
         case GrepArgs():
-            return grep(workspace, args.pattern, args.path)
+            return grep(workspace, args.pattern, args.path, min(timeout_s, GREP_TIMEOUT_S))
         case RunCommandArgs():
             return run_command(workspace, args.command, timeout_s=timeout_s, sandbox=sandbox)
     raise AssertionError(f"no implementation for {type(args).__name__}")
@@ -447,18 +449,33 @@ def list_files(workspace: Workspace, path: str = ".") -> tuple[str, dict[str, An
     return "\n".join(lines), meta
 
 
-def grep(workspace: Workspace, pattern: str, path: str = ".") -> tuple[str, dict[str, Any]]:
+def grep(
+    workspace: Workspace, pattern: str, path: str = ".", timeout_s: float = GREP_TIMEOUT_S
+) -> tuple[str, dict[str, Any]]:
     if len(pattern) > MAX_GREP_PATTERN_CHARS:
         raise ToolError(f"pattern is longer than {MAX_GREP_PATTERN_CHARS} characters")
     try:
-        regex = re.compile(pattern)
+        re.compile(pattern)
     except re.error as exc:
         raise ToolError(f"invalid regular expression: {exc}", "invalid") from exc
     links = workspace.link_index()
-    matches: list[str] = []
-    matched_files: list[str] = []  # exact names: `rel:n:` in the output is ambiguous
-    scanned = skipped = 0
-    truncated = False
+    names: list[str] = []  # the files whose text was sent to the matcher, in order
+    skipped = 0
+    capped = False
+
+    def texts(files: Iterator[tuple[str, int, str]]) -> Iterator[str]:
+        nonlocal skipped, capped
+        for rel, dir_fd, name in files:
+            if len(names) >= MAX_GREP_FILES:
+                capped = True
+                return
+            text = _text_for_grep(dir_fd, name, links)
+            if text is None:
+                skipped += 1
+                continue
+            names.append(rel)
+            yield text
+
     with workspace.locate(path) as found:
         st = found.lstat()
         if st is None:
@@ -470,29 +487,23 @@ def grep(workspace: Workspace, pattern: str, path: str = ".") -> tuple[str, dict
         else:
             assert found.name is not None
             files = iter([(found.rel, found.dir_fd, found.name)])
-        for rel, dir_fd, name in files:
-            if len(matches) >= MAX_GREP_MATCHES or scanned >= MAX_GREP_FILES:
-                truncated = True
-                break
-            text = _text_for_grep(dir_fd, name, links)
-            if text is None:
-                skipped += 1
-                continue
-            scanned += 1
-            for number, line in enumerate(text.split("\n"), start=1):
-                line = line.removesuffix("\r")
-                if regex.search(line):
-                    if len(matches) >= MAX_GREP_MATCHES:
-                        truncated = True
-                        break
-                    shown = (
-                        line
-                        if len(line) <= MAX_GREP_LINE_CHARS
-                        else (line[:MAX_GREP_LINE_CHARS] + "…")
-                    )
-                    matches.append(f"{rel}:{number}:{shown}")
-                    if not matched_files or matched_files[-1] != rel:
-                        matched_files.append(rel)
+        try:
+            result = search(
+                pattern,
+                texts(files),
+                cap=MAX_GREP_MATCHES,
+                line_chars=MAX_GREP_LINE_CHARS,
+                timeout_s=timeout_s,
+            )
+        except MatchTimeout as exc:
+            raise ToolError(f"{exc}; simplify the pattern or narrow the path", "timeout") from None
+    matches = [f"{names[index]}:{number}:{shown}" for index, number, shown in result.lines]
+    matched_files: list[str] = []  # exact names: `rel:n:` in the output is ambiguous
+    for index, _, _ in result.lines:
+        if not matched_files or matched_files[-1] != names[index]:
+            matched_files.append(names[index])
+    scanned = len(names)
+    truncated = result.more or capped
     meta = {
         "matches": len(matches),
         "matched_files": matched_files,

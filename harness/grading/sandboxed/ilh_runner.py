@@ -25,9 +25,14 @@ import that code into this process; what this runner does about it:
   `atexit` hook or finalizer of the code under test runs after it; exit 0 only after a
   report of a green run.
 
-It is a guard against the known tricks, not a proof: code that searches this process's
-memory for the secret could still forge a report. Hidden checks, run from a folder the
-agent never sees, are the answer to that.
+It is a guard against the known tricks, not a proof, and it cannot be one: the code under
+test runs in this process and can reach this runner's frames without any guarded call
+(a traceback's `tb_frame.f_back`, a `sys.setprofile` hook), and with them the secret,
+the record and the classes defined while the tests run. Twenty lines of a solution did
+forge a passing report that way (red team, issue 9). Hidden checks run under this same
+runner and do not change that; a check that must hold against a hostile solution keeps
+the solution out of its own process (it runs it as a subprocess and compares what it
+prints).
 """
 
 from __future__ import annotations
