@@ -1,8 +1,21 @@
 """The run record: an embedded SQLite store of append-only, hash-chained events.
 
-Durability: the database runs in WAL mode with ``synchronous=FULL`` and every event is its
-own transaction, so once `append` returns the event survives a SIGKILL (or power loss) and
-a killed run leaves a readable, verifiable record; `ilh run --resume` continues from it.
+Durability: the database runs in WAL mode with ``synchronous=NORMAL``. A commit reaches the
+operating system before `append` returns, so a killed process (SIGKILL, OOM, a crash: the
+threat the record guards against) loses nothing committed and leaves a readable,
+verifiable record that `ilh run --resume` continues. What NORMAL gives up is the fsync of
+each commit: after a power loss or an OS crash the last transactions before it may be
+gone (SQLite rolls the WAL back to its last synced point). The record then ends earlier,
+as if the run had been killed there: it still verifies (head and chain are written in the
+same transaction) and resumes from that point. Checkpoints still fsync.
+
+Writes go through one writer thread per store (`harness.record.writer`), in the order
+they were made: the event loop that runs a batch's tasks never waits on the disk, and
+what was submitted while a transaction ran is committed together in the next one (a
+round's events cost one commit). `append` waits for its own commit; `append_later` does
+not (the orchestrator awaits its writes before anything the record must precede: a model
+call, a command, a grading, the result). Every read first waits for the writes submitted
+before it, so a read never misses an event this store was given.
 
 Integrity: each event carries the sha256 of its content and of the event before it (see
 `harness.record.events`). A chain alone cannot reveal a cut-off tail, so the ``runs`` row keeps
@@ -16,11 +29,11 @@ accident. What this cannot catch: a whole run deleted, or a run put back as an o
 of itself (an old head with its old MAC) — keep a copy of the head elsewhere if that
 matters; and anyone who can read the key can forge.
 
-Concurrency: several writers (threads or processes, e.g. ``--concurrency N``) may share
-one file. Appends take the write lock up front (``BEGIN IMMEDIATE``) so reading the head
-and writing the next event cannot interleave, and a busy timeout makes writers queue
-instead of failing. Reads that combine several queries run in one read transaction so
-they see one snapshot (otherwise `verify` could race an append and report a false cut).
+Concurrency: several stores (threads or processes) may share one file. Appends take the
+write lock up front (``BEGIN IMMEDIATE``) so reading the head and writing the next event
+cannot interleave, and a busy timeout makes writers queue instead of failing. Reads that
+combine several queries run in one read transaction so they see one snapshot (otherwise
+`verify` could race an append and report a false cut).
 """
 
 from __future__ import annotations
@@ -28,7 +41,9 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -86,6 +101,7 @@ from harness.record.integrity import (
     quick_record_status,
 )
 from harness.record.keys import RecordKey, default_key_path, ensure_key, load_key
+from harness.record.writer import Writer
 
 log = structlog.get_logger(__name__)
 
@@ -105,8 +121,9 @@ def new_run_id(now: datetime | None = None) -> str:
 class RunStore:
     """Append-only, hash-chained run records in one SQLite file.
 
-    One instance may be shared by threads (calls are serialised by a lock); several
-    instances or processes may also open the same file at once.
+    One instance may be shared by threads (writes go through its one writer thread,
+    reads are serialised with them by a lock); several instances or processes may also
+    open the same file at once.
     """
 
     def __init__(
@@ -136,6 +153,10 @@ class RunStore:
                 raise StoreError(f"no run store at {self._path}")
             self._path.parent.mkdir(parents=True, exist_ok=True)
         self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
+        self._writer = Writer(self._write, name=f"ilh-store-writer:{self._path.name}")
+        # Queued writes are committed before the interpreter exits even if nobody closes
+        # the store (the thread is a daemon so that a forgotten store cannot hang exit).
+        weakref.finalize(self, self._writer.stop)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -158,7 +179,8 @@ class RunStore:
         return self._key
 
     def close(self) -> None:
-        """Close the connection; idempotent. Committed events are already durable."""
+        """Commit what is queued, then close the connection; idempotent."""
+        self._writer.stop()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -198,14 +220,17 @@ class RunStore:
             started["inputs"] = self._clean(inputs)
         run_id = new_run_id()
         key = self._writing_key()
-        with self._write() as conn:
-            at = utc_now_iso()
+        at = utc_now_iso()
+
+        def create(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO runs (run_id, task_id, created_at, meta, head_seq, head_hash,"
                 " head_mac, key_id) VALUES (?, ?, ?, ?, 0, ?, NULL, ?)",
                 (run_id, task_id, at, canonical_json(clean_meta), GENESIS_HASH, key.key_id),
             )
             _append_locked(conn, key, run_id, EventKind.RUN_STARTED, started, round_=0, at=at)
+
+        self._writer.submit(run_id, create, deferred=False).result()
         log.info("store.run_created", run_id=run_id, task_id=task_id, path=str(self._path))
         self.created_run_ids.append(run_id)
         return run_id
@@ -223,15 +248,47 @@ class RunStore:
         redacted, then normalised to plain JSON; a payload JSON cannot carry exactly
         (NaN, arbitrary objects) is refused rather than stored unverifiably.
         """
+        event: Event = self._submit(run_id, kind, payload, round, deferred=False).result()
+        return event
+
+    def append_later(
+        self,
+        run_id: str,
+        kind: EventKind | str,
+        payload: Mapping[str, Any] | None = None,
+        round: int = 0,
+    ) -> Future[Event]:
+        """Like `append`, without waiting for the commit: the event is redacted and
+        stamped now, and committed by the writer thread (with whatever else is queued).
+        The future holds the stored event or the error. If it fails, every later write
+        to `run_id` through this store fails too (the record stays a prefix)."""
+        return self._submit(run_id, kind, payload, round, deferred=True)
+
+    def flush(self) -> None:
+        """Wait until every write submitted so far is committed (or has failed)."""
+        self._writer.wait()
+
+    def _submit(
+        self,
+        run_id: str,
+        kind: EventKind | str,
+        payload: Mapping[str, Any] | None,
+        round_: int,
+        *,
+        deferred: bool,
+    ) -> Future[Event]:
         event_kind = _as_kind(kind)
-        if round < 0:
-            raise StoreError(f"round must be >= 0, got {round}")
+        if round_ < 0:
+            raise StoreError(f"round must be >= 0, got {round_}")
+        # Redacted and stamped by the caller, when it happened: no secret is ever queued.
         clean = self._clean({} if payload is None else payload)
         key = self._writing_key()
-        with self._write() as conn:
-            event = _append_locked(conn, key, run_id, event_kind, clean, round_=round)
-        log.debug("store.appended", run_id=run_id, seq=event.seq, kind=str(event_kind))
-        return event
+        at = utc_now_iso()
+
+        def job(conn: sqlite3.Connection) -> Event:
+            return _append_locked(conn, key, run_id, event_kind, clean, round_=round_, at=at)
+
+        return self._writer.submit(run_id, job, deferred=deferred)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -366,7 +423,8 @@ class RunStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction holding the database write lock from its first statement."""
+        """One write transaction holding the database write lock from its first statement
+        (run by the writer thread only)."""
         with self._lock:
             conn = self._connection()
             with sqlite_errors(self._path):
@@ -380,7 +438,9 @@ class RunStore:
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction: all queries inside see the same committed snapshot."""
+        """One read transaction: all queries inside see the same committed snapshot, which
+        holds every write submitted to this store before the read."""
+        self._writer.wait()
         with self._lock:
             conn = self._connection()
             with sqlite_errors(self._path):

@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ from harness.models.interface import (
     ReportsAttempts,
 )
 from harness.models.secrecy import redact_reply, redact_request
-from harness.record.events import EventKind
+from harness.record.events import Event, EventKind
 from harness.record.results import (
     EndedBy,
     FinalRow,
@@ -176,21 +177,40 @@ class Orchestrator:
         self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
         self.grader_feedback: list[str] = []
         self.grader_findings: list[Segment] = []
+        self.writes: list[Future[Event]] = []  # recorded, maybe not yet committed
 
     # -------------------------------------------------------------------- records
     def record(self, kind: EventKind, payload: dict[str, Any]) -> None:
         # The store redacts what it writes; the live progress shows it too, so the
         # harness's secrets are taken out here, once, for both.
         payload = harness_secrets().redact_json(payload)
-        self.store.append(self.run_id, kind, payload, round=self.state.round)
+        # Committed by the store's writer thread, with the rest of the round; `durable`
+        # waits for it where the record must come first.
+        self.writes.append(
+            self.store.append_later(self.run_id, kind, payload, round=self.state.round)
+        )
         self.progress(str(kind), payload)
 
-    def allow(self, what: str, allowed_s: float | None, **detail: Any) -> None:
-        """Record, before a call, command or grading starts, how long it may take. If the
-        process dies inside it, the record ends here and a resume charges the whole
-        allowance (the wall time actually spent cannot be known after a kill)."""
+    async def durable(self) -> None:
+        """Wait until every event recorded so far is committed; raise the first write that
+        failed. Called before what the record must precede (a model call, a command, a
+        grading: each after its allowance) and before the result is returned."""
+        writes, self.writes = self.writes, []
+        if not writes:
+            return
+        # The writer commits in order: once the last is done, all are.
+        await asyncio.wait([asyncio.wrap_future(writes[-1])])
+        for write in writes:
+            write.result()
+
+    async def allow(self, what: str, allowed_s: float | None, **detail: Any) -> None:
+        """Record, before a call, command or grading starts, how long it may take, and
+        wait until that (and everything before it) is committed. If the process dies
+        inside it, the record ends here and a resume charges the whole allowance (the
+        wall time actually spent cannot be known after a kill)."""
         allowed = None if allowed_s is None else round(float(allowed_s), 6)
         self.record(EventKind.ALLOWANCE, {"for": what, "allowed_s": allowed, **detail})
+        await self.durable()
 
     def committed(self, entry: StatusEntry) -> None:
         self.record(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
@@ -219,7 +239,9 @@ class Orchestrator:
                 self.grader_feedback, self.grader_findings = [], []
         while ended is None:
             ended = await self.round()
-        return self.finish(ended)
+        result = self.finish(ended)
+        await self.durable()
+        return result
 
     def start(self, resume: bool) -> EndedBy | None:
         current = self.lifecycle.state
@@ -297,7 +319,7 @@ class Orchestrator:
         )
         # Recorded under the round before (a call that never happens, e.g. the scripted
         # agent has ended, leaves the round unasserted; rounds in the record never go back).
-        self.allow("model_call", request.timeout_s, for_round=upcoming)
+        await self.allow("model_call", request.timeout_s, for_round=upcoming)
         # The round's declarations count as asserted once the call is made with them.
         self.state.round = upcoming
         self.state.runtime_lines += asserted
@@ -409,7 +431,7 @@ class Orchestrator:
         r = self.state.round
         # A grading is bounded by the time the audit may still spend (each check and
         # grader call is clamped to it); without a time budget there is nothing to charge.
-        self.allow("grading", self.ledger.room(BudgetKind.TIME, Pool.AUDIT))
+        await self.allow("grading", self.ledger.room(BudgetKind.TIME, Pool.AUDIT))
         report = await self.grader.grade(claims_from_proposals(self.state.proposals))
         action = report.action
         applied = action in ("verify", "revise")
@@ -483,7 +505,7 @@ class Orchestrator:
         )
         timeout = max(timeout, 0.001)
         if call.name == "run_command":  # the one tool that can take long
-            self.allow("run_command", timeout, call_id=call.id)
+            await self.allow("run_command", timeout, call_id=call.id)
         # In a worker thread: a command may run for minutes, and the other tasks of a
         # batch share this event loop; their time budgets must not pay for it.
         result = await asyncio.to_thread(
