@@ -12,10 +12,12 @@ same transaction) and resumes from that point. Checkpoints still fsync.
 Writes go through one writer thread per store (`harness.record.writer`), in the order
 they were made: the event loop that runs a batch's tasks never waits on the disk, and
 what was submitted while a transaction ran is committed together in the next one (a
-round's events cost one commit). `append` waits for its own commit; `append_later` does
-not (the orchestrator awaits its writes before anything the record must precede: a model
-call, a command, a grading, the result). Every read first waits for the writes submitted
-before it, so a read never misses an event this store was given.
+round's events cost one commit). `append` waits for its own commit; `commit_later` takes
+events staged (redacted, stamped) as they happened and does not wait: the orchestrator
+commits a round's events together, and awaits them before anything the record must
+precede (a model call, a command, a grading: each after its allowance) and the result.
+Every read first waits for the writes submitted before it, so a read never misses an
+event this store was given.
 
 Integrity: each event carries the sha256 of its content and of the event before it (see
 `harness.record.events`). A chain alone cannot reveal a cut-off tail, so the ``runs`` row keeps
@@ -42,9 +44,10 @@ import secrets
 import sqlite3
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -60,7 +63,7 @@ from harness.record.events import (
     VerifyResult,
     canonical_json,
     check_chain,
-    event_hash,
+    event_hash_of_text,
     normalize_payload,
     redact,
     utc_now_iso,
@@ -72,6 +75,7 @@ __all__ = [
     "AmbiguousRun",
     "Redactor",
     "RunStore",
+    "Staged",
     "StoreError",
     "UnknownRun",
     "new_run_id",
@@ -204,8 +208,14 @@ class RunStore:
         task_id: str,
         meta: Mapping[str, Any] | None = None,
         inputs: Mapping[str, Any] | None = None,
+        *,
+        wait: bool = True,
     ) -> str:
         """Create a run and its `run_started` event (one transaction); returns the run id.
+
+        `wait=False`: hand it to the writer and return at once (a batch's tasks do not
+        stop the event loop for it); later writes to the run follow it in order, and if
+        it fails they fail too (see `commit_later`).
 
         `meta` (redacted like any payload) is kept on the run row and, so that it is
         covered by the chain, in the run_started payload. `inputs` (what the run was
@@ -228,9 +238,12 @@ class RunStore:
                 " head_mac, key_id) VALUES (?, ?, ?, ?, 0, ?, NULL, ?)",
                 (run_id, task_id, at, canonical_json(clean_meta), GENESIS_HASH, key.key_id),
             )
-            _append_locked(conn, key, run_id, EventKind.RUN_STARTED, started, round_=0, at=at)
+            first = Staged(kind=EventKind.RUN_STARTED, payload=started, round=0, at=at)
+            _append_locked(conn, key, run_id, [first])
 
-        self._writer.submit(run_id, create, deferred=False).result()
+        created = self._writer.submit(run_id, create, deferred=not wait)
+        if wait:
+            created.result()
         log.info("store.run_created", run_id=run_id, task_id=task_id, path=str(self._path))
         self.created_run_ids.append(run_id)
         return run_id
@@ -248,47 +261,40 @@ class RunStore:
         redacted, then normalised to plain JSON; a payload JSON cannot carry exactly
         (NaN, arbitrary objects) is refused rather than stored unverifiably.
         """
-        event: Event = self._submit(run_id, kind, payload, round, deferred=False).result()
-        return event
+        staged = self.stage(kind, payload, round)
+        written = self._writer.submit(run_id, self._job(run_id, [staged]), deferred=False)
+        events: list[Event] = written.result()
+        return events[0]
 
-    def append_later(
-        self,
-        run_id: str,
-        kind: EventKind | str,
-        payload: Mapping[str, Any] | None = None,
-        round: int = 0,
-    ) -> Future[Event]:
-        """Like `append`, without waiting for the commit: the event is redacted and
-        stamped now, and committed by the writer thread (with whatever else is queued).
-        The future holds the stored event or the error. If it fails, every later write
-        to `run_id` through this store fails too (the record stays a prefix)."""
-        return self._submit(run_id, kind, payload, round, deferred=True)
+    def stage(
+        self, kind: EventKind | str, payload: Mapping[str, Any] | None = None, round: int = 0
+    ) -> Staged:
+        """An event made ready for `commit_later`: checked, redacted (no secret is ever
+        queued) and stamped now, when it happened."""
+        event_kind = _as_kind(kind)
+        if round < 0:
+            raise StoreError(f"round must be >= 0, got {round}")
+        clean = self._clean({} if payload is None else payload)
+        return Staged(kind=event_kind, payload=clean, round=round, at=utc_now_iso())
+
+    def commit_later(self, run_id: str, staged: Sequence[Staged]) -> Future[list[Event]]:
+        """Append `staged` (in order) to `run_id`'s chain in one transaction, on the
+        writer thread, without waiting: the future holds the stored events or the error.
+        If it fails, every later write to `run_id` through this store fails too (the
+        record stays a prefix of what happened)."""
+        return self._writer.submit(run_id, self._job(run_id, list(staged)), deferred=True)
 
     def flush(self) -> None:
         """Wait until every write submitted so far is committed (or has failed)."""
         self._writer.wait()
 
-    def _submit(
-        self,
-        run_id: str,
-        kind: EventKind | str,
-        payload: Mapping[str, Any] | None,
-        round_: int,
-        *,
-        deferred: bool,
-    ) -> Future[Event]:
-        event_kind = _as_kind(kind)
-        if round_ < 0:
-            raise StoreError(f"round must be >= 0, got {round_}")
-        # Redacted and stamped by the caller, when it happened: no secret is ever queued.
-        clean = self._clean({} if payload is None else payload)
+    def _job(self, run_id: str, staged: list[Staged]) -> Callable[[sqlite3.Connection], Any]:
         key = self._writing_key()
-        at = utc_now_iso()
 
-        def job(conn: sqlite3.Connection) -> Event:
-            return _append_locked(conn, key, run_id, event_kind, clean, round_=round_, at=at)
+        def job(conn: sqlite3.Connection) -> list[Event]:
+            return _append_locked(conn, key, run_id, staged)
 
-        return self._writer.submit(run_id, job, deferred=deferred)
+        return job
 
     # -- reading -----------------------------------------------------------------------
 
@@ -455,18 +461,23 @@ class RunStore:
 # --- module helpers ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """An event not yet appended (`RunStore.stage`): redacted plain-JSON payload, stamped
+    with the time it happened."""
+
+    kind: EventKind
+    payload: dict[str, Any]
+    round: int
+    at: str
+
+
 def _append_locked(
-    conn: sqlite3.Connection,
-    key: RecordKey,
-    run_id: str,
-    kind: EventKind,
-    payload: dict[str, Any],
-    *,
-    round_: int,
-    at: str | None = None,
-) -> Event:
-    """Append inside an open write transaction: read and authenticate the head, insert,
-    move the head and its MAC.
+    conn: sqlite3.Connection, key: RecordKey, run_id: str, staged: list[Staged]
+) -> list[Event]:
+    """Append inside an open write transaction: read and authenticate the head, insert
+    each event chained to the one before, move the head and its MAC (once: only the
+    head at commit can be seen).
 
     A head that does not authenticate is never extended: re-MACing it would make a
     forged head (or a legacy, unauthenticated run) look as if this key had written it.
@@ -480,45 +491,54 @@ def _append_locked(
         if status != "ok":
             _, why = check_mac(head, key, key.path)
             raise StoreError(f"run {run_id}: not extended: {why[0]}")
-    seq, prev_hash = head.head_seq + 1, head.head_hash
-    stamp = at or utc_now_iso()
-    digest = event_hash(
-        run_id=run_id,
-        seq=seq,
-        kind=str(kind),
-        round_=round_,
-        at=stamp,
-        payload=payload,
-        prev_hash=prev_hash,
-    )
-    conn.execute(
-        f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (run_id, seq, str(kind), round_, stamp, canonical_json(payload), prev_hash, digest),
-    )
+    seq, prev_hash = head.head_seq, head.head_hash
+    rows: list[tuple[Any, ...]] = []
+    events: list[Event] = []
+    for item in staged:
+        seq += 1
+        kind = str(item.kind)
+        text = canonical_json(item.payload)
+        digest = event_hash_of_text(
+            run_id=run_id,
+            seq=seq,
+            kind=kind,
+            round_=item.round,
+            at=item.at,
+            payload_text=text,
+            prev_hash=prev_hash,
+        )
+        rows.append((run_id, seq, kind, item.round, item.at, text, prev_hash, digest))
+        events.append(
+            Event(
+                run_id=run_id,
+                seq=seq,
+                kind=item.kind,
+                round=item.round,
+                at=item.at,
+                payload=item.payload,
+                prev_hash=prev_hash,
+                hash=digest,
+            )
+        )
+        prev_hash = digest
+    if not rows:
+        return events
+    conn.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     moved = HeadRow(
         run_id=run_id,
         task_id=head.task_id,
         created_at=head.created_at,
         meta_text=head.meta_text,
         head_seq=seq,
-        head_hash=digest,
+        head_hash=prev_hash,
         head_mac=None,
         key_id=key.key_id,
     )
     conn.execute(
         "UPDATE runs SET head_seq = ?, head_hash = ?, head_mac = ?, key_id = ? WHERE run_id = ?",
-        (seq, digest, key.mac(moved.message()), key.key_id, run_id),
+        (seq, prev_hash, key.mac(moved.message()), key.key_id, run_id),
     )
-    return Event(
-        run_id=run_id,
-        seq=seq,
-        kind=kind,
-        round=round_,
-        at=stamp,
-        payload=payload,
-        prev_hash=prev_hash,
-        hash=digest,
-    )
+    return events
 
 
 def _resolve(conn: sqlite3.Connection, run_ref: str) -> str:

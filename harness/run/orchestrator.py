@@ -51,7 +51,7 @@ from harness.record.results import (
     RunResult,
     ViolationRow,
 )
-from harness.record.store import RunStore
+from harness.record.store import RunStore, Staged
 from harness.secrets import harness_secrets
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import CONFINED, SandboxPolicy, sandbox_report
@@ -177,31 +177,33 @@ class Orchestrator:
         self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
         self.grader_feedback: list[str] = []
         self.grader_findings: list[Segment] = []
-        self.writes: list[Future[Event]] = []  # recorded, maybe not yet committed
+        self.staged: list[Staged] = []  # recorded, not yet handed to the store
 
     # -------------------------------------------------------------------- records
     def record(self, kind: EventKind, payload: dict[str, Any]) -> None:
         # The store redacts what it writes; the live progress shows it too, so the
         # harness's secrets are taken out here, once, for both.
-        payload = harness_secrets().redact_json(payload)
-        # Committed by the store's writer thread, with the rest of the round; `durable`
-        # waits for it where the record must come first.
-        self.writes.append(
-            self.store.append_later(self.run_id, kind, payload, round=self.state.round)
-        )
-        self.progress(str(kind), payload)
+        # Staged (redacted and stamped) now; committed with the rest of the round by
+        # `durable`, which runs where the record must come first. The live progress shows
+        # what the store will write: redacted once, for both.
+        staged = self.store.stage(kind, payload, round=self.state.round)
+        self.staged.append(staged)
+        self.progress(str(kind), staged.payload)
+
+    def submit_staged(self) -> Future[list[Event]] | None:
+        """Hand the staged events to the store's writer (one transaction), not waiting."""
+        staged, self.staged = self.staged, []
+        return self.store.commit_later(self.run_id, staged) if staged else None
 
     async def durable(self) -> None:
-        """Wait until every event recorded so far is committed; raise the first write that
-        failed. Called before what the record must precede (a model call, a command, a
-        grading: each after its allowance) and before the result is returned."""
-        writes, self.writes = self.writes, []
-        if not writes:
-            return
-        # The writer commits in order: once the last is done, all are.
-        await asyncio.wait([asyncio.wrap_future(writes[-1])])
-        for write in writes:
-            write.result()
+        """Commit every event recorded so far and wait for it (off the event loop); raise
+        if the write failed. Called before what the record must precede (a model call, a
+        command, a grading: each after its allowance) and before the result is returned.
+        Between two calls only the runtime's own work happens, nothing the record could
+        miss that a kill a moment earlier would not also have cut."""
+        written = self.submit_staged()
+        if written is not None:
+            await asyncio.wrap_future(written)
 
     async def allow(self, what: str, allowed_s: float | None, **detail: Any) -> None:
         """Record, before a call, command or grading starts, how long it may take, and
@@ -228,6 +230,14 @@ class Orchestrator:
 
     # ----------------------------------------------------------------------- loop
     async def run(self, *, resume: bool = False) -> RunResult:
+        try:
+            return await self.run_rounds(resume)
+        finally:
+            # Interrupted (Ctrl-C, an error): what was recorded still goes to the store,
+            # whose close commits it.
+            self.submit_staged()
+
+    async def run_rounds(self, resume: bool) -> RunResult:
         ended = self.start(resume)
         if ended is None and self.lifecycle.state is State.CLAIMED_COMPLETE:
             # Resumed with a claim the grader never answered (killed in between): grade it.
@@ -480,7 +490,9 @@ class Orchestrator:
             return None
         r, report, applied = self.grades[-1]
         tokens = sum((g.tokens for _, g, _ in self.grades), GraderTokens())
-        # The agent's usage, from the record (so a resumed run counts all its calls).
+        # The agent's usage, from the record (so a resumed run counts all its calls): this
+        # round's calls are staged still; the read waits for what was handed over.
+        self.submit_staged()
         agent = GraderTokens()
         for event in self.store.events(self.run_id, EventKind.MODEL_CALL):
             usage = event.payload.get("usage", {})

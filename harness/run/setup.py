@@ -248,11 +248,19 @@ async def run_task(
             "sandbox": sandbox_report(policy),
         },
         inputs=inputs,
+        wait=False,
     )
     workspace = workspace_for(store, run_id, task)
     grading = grading_sources(store, run_id, task)
-    for entry in lifecycle.history:
-        store.append(run_id, EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+    # Not waited for: the orchestrator's first commit follows it (one writer, in order),
+    # and a failure here fails that one too.
+    store.commit_later(
+        run_id,
+        [
+            store.stage(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+            for entry in lifecycle.history
+        ],
+    )
     orchestrator = Orchestrator(
         task=task,
         client=client,
