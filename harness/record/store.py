@@ -508,8 +508,10 @@ def _append_locked(
             prev_hash=prev_hash,
         )
         rows.append((run_id, seq, kind, item.round, item.at, text, prev_hash, digest))
+        # Built from checked parts (a kind, a round >= 0, a plain-JSON payload, our own
+        # hex digests): validating again would only cost the writer time.
         events.append(
-            Event(
+            Event.model_construct(
                 run_id=run_id,
                 seq=seq,
                 kind=item.kind,
