@@ -23,6 +23,7 @@ Payload conventions the store's summaries rely on (everything else is free-form)
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -166,16 +167,38 @@ def event_hash(
     prev_hash: str,
 ) -> str:
     """sha256 hex digest of the canonical encoding of an event's content and its link."""
-    body = {
-        "run_id": run_id,
-        "seq": seq,
-        "kind": kind,
-        "round": round_,
-        "at": at,
-        "payload": payload,
-        "prev_hash": prev_hash,
-    }
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    return event_hash_of_text(
+        run_id=run_id,
+        seq=seq,
+        kind=kind,
+        round_=round_,
+        at=at,
+        payload_text=canonical_json(payload),
+        prev_hash=prev_hash,
+    )
+
+
+def event_hash_of_text(
+    *,
+    run_id: str,
+    seq: int,
+    kind: str,
+    round_: int,
+    at: str,
+    payload_text: str,
+    prev_hash: str,
+) -> str:
+    """`event_hash` for a payload already in canonical form (what the store writes), so
+    a payload is encoded once. The body is spelled out in the order `canonical_json`
+    gives it (keys sorted: at, kind, payload, prev_hash, round, run_id, seq); a nested
+    canonical text is exactly what the whole encoding holds at that place."""
+    body = (
+        f'{{"at":{canonical_json(at)},"kind":{canonical_json(kind)},'
+        f'"payload":{payload_text},"prev_hash":{canonical_json(prev_hash)},'
+        f'"round":{canonical_json(round_)},"run_id":{canonical_json(run_id)},'
+        f'"seq":{canonical_json(seq)}}}'
+    )
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 _KIND_VALUES: Final = frozenset(kind.value for kind in EventKind)
@@ -208,6 +231,7 @@ _KEY_SEPARATORS = re.compile(r"[-\s.]+")
 _BEARER_VALUE = re.compile(r"^\s*bearer\s+\S+\s*$", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)  # payload keys repeat; each is judged once
 def is_secret_key(key: str) -> bool:
     """True when a payload key names a credential under the redaction rule above."""
     name = _KEY_SEPARATORS.sub("_", key.strip().lower())

@@ -1,8 +1,23 @@
 """The run record: an embedded SQLite store of append-only, hash-chained events.
 
-Durability: the database runs in WAL mode with ``synchronous=FULL`` and every event is its
-own transaction, so once `append` returns the event survives a SIGKILL (or power loss) and
-a killed run leaves a readable, verifiable record; `ilh run --resume` continues from it.
+Durability: the database runs in WAL mode with ``synchronous=NORMAL``. A commit reaches the
+operating system before `append` returns, so a killed process (SIGKILL, OOM, a crash: the
+threat the record guards against) loses nothing committed and leaves a readable,
+verifiable record that `ilh run --resume` continues. What NORMAL gives up is the fsync of
+each commit: after a power loss or an OS crash the last transactions before it may be
+gone (SQLite rolls the WAL back to its last synced point). The record then ends earlier,
+as if the run had been killed there: it still verifies (head and chain are written in the
+same transaction) and resumes from that point. Checkpoints still fsync.
+
+Writes go through one writer thread per store (`harness.record.writer`), in the order
+they were made: the event loop that runs a batch's tasks never waits on the disk, and
+what was submitted while a transaction ran is committed together in the next one (a
+round's events cost one commit). `append` waits for its own commit; `commit_later` takes
+events staged (redacted, stamped) as they happened and does not wait: the orchestrator
+commits a round's events together, and awaits them before anything the record must
+precede (a model call, a command, a grading: each after its allowance) and the result.
+Every read first waits for the writes submitted before it, so a read never misses an
+event this store was given.
 
 Integrity: each event carries the sha256 of its content and of the event before it (see
 `harness.record.events`). A chain alone cannot reveal a cut-off tail, so the ``runs`` row keeps
@@ -16,11 +31,11 @@ accident. What this cannot catch: a whole run deleted, or a run put back as an o
 of itself (an old head with its old MAC) — keep a copy of the head elsewhere if that
 matters; and anyone who can read the key can forge.
 
-Concurrency: several writers (threads or processes, e.g. ``--concurrency N``) may share
-one file. Appends take the write lock up front (``BEGIN IMMEDIATE``) so reading the head
-and writing the next event cannot interleave, and a busy timeout makes writers queue
-instead of failing. Reads that combine several queries run in one read transaction so
-they see one snapshot (otherwise `verify` could race an append and report a false cut).
+Concurrency: several stores (threads or processes) may share one file. Appends take the
+write lock up front (``BEGIN IMMEDIATE``) so reading the head and writing the next event
+cannot interleave, and a busy timeout makes writers queue instead of failing. Reads that
+combine several queries run in one read transaction so they see one snapshot (otherwise
+`verify` could race an append and report a false cut).
 """
 
 from __future__ import annotations
@@ -28,8 +43,11 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -45,7 +63,7 @@ from harness.record.events import (
     VerifyResult,
     canonical_json,
     check_chain,
-    event_hash,
+    event_hash_of_text,
     normalize_payload,
     redact,
     utc_now_iso,
@@ -57,6 +75,7 @@ __all__ = [
     "AmbiguousRun",
     "Redactor",
     "RunStore",
+    "Staged",
     "StoreError",
     "UnknownRun",
     "new_run_id",
@@ -86,6 +105,7 @@ from harness.record.integrity import (
     quick_record_status,
 )
 from harness.record.keys import RecordKey, default_key_path, ensure_key, load_key
+from harness.record.writer import Writer
 
 log = structlog.get_logger(__name__)
 
@@ -105,8 +125,9 @@ def new_run_id(now: datetime | None = None) -> str:
 class RunStore:
     """Append-only, hash-chained run records in one SQLite file.
 
-    One instance may be shared by threads (calls are serialised by a lock); several
-    instances or processes may also open the same file at once.
+    One instance may be shared by threads (writes go through its one writer thread,
+    reads are serialised with them by a lock); several instances or processes may also
+    open the same file at once.
     """
 
     def __init__(
@@ -145,6 +166,10 @@ class RunStore:
             self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
         except (OSError, sqlite3.Error) as err:
             raise StoreError(f"cannot open the run store {self._path}: {err}") from None
+        self._writer = Writer(self._write, name=f"ilh-store-writer:{self._path.name}")
+        # Queued writes are committed before the interpreter exits even if nobody closes
+        # the store (the thread is a daemon so that a forgotten store cannot hang exit).
+        weakref.finalize(self, self._writer.stop)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -167,7 +192,8 @@ class RunStore:
         return self._key
 
     def close(self) -> None:
-        """Close the connection; idempotent. Committed events are already durable."""
+        """Commit what is queued, then close the connection; idempotent."""
+        self._writer.stop()
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -191,8 +217,14 @@ class RunStore:
         task_id: str,
         meta: Mapping[str, Any] | None = None,
         inputs: Mapping[str, Any] | None = None,
+        *,
+        wait: bool = True,
     ) -> str:
         """Create a run and its `run_started` event (one transaction); returns the run id.
+
+        `wait=False`: hand it to the writer and return at once (a batch's tasks do not
+        stop the event loop for it); later writes to the run follow it in order, and if
+        it fails they fail too (see `commit_later`).
 
         `meta` (redacted like any payload) is kept on the run row and, so that it is
         covered by the chain, in the run_started payload. `inputs` (what the run was
@@ -207,14 +239,20 @@ class RunStore:
             started["inputs"] = self._clean(inputs)
         run_id = new_run_id()
         key = self._writing_key()
-        with self._write() as conn:
-            at = utc_now_iso()
+        at = utc_now_iso()
+
+        def create(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO runs (run_id, task_id, created_at, meta, head_seq, head_hash,"
                 " head_mac, key_id) VALUES (?, ?, ?, ?, 0, ?, NULL, ?)",
                 (run_id, task_id, at, canonical_json(clean_meta), GENESIS_HASH, key.key_id),
             )
-            _append_locked(conn, key, run_id, EventKind.RUN_STARTED, started, round_=0, at=at)
+            first = Staged(kind=EventKind.RUN_STARTED, payload=started, round=0, at=at)
+            _append_locked(conn, key, run_id, [first])
+
+        created = self._writer.submit(run_id, create, deferred=not wait)
+        if wait:
+            created.result()
         log.info("store.run_created", run_id=run_id, task_id=task_id, path=str(self._path))
         self.created_run_ids.append(run_id)
         return run_id
@@ -232,15 +270,40 @@ class RunStore:
         redacted, then normalised to plain JSON; a payload JSON cannot carry exactly
         (NaN, arbitrary objects) is refused rather than stored unverifiably.
         """
+        staged = self.stage(kind, payload, round)
+        written = self._writer.submit(run_id, self._job(run_id, [staged]), deferred=False)
+        events: list[Event] = written.result()
+        return events[0]
+
+    def stage(
+        self, kind: EventKind | str, payload: Mapping[str, Any] | None = None, round: int = 0
+    ) -> Staged:
+        """An event made ready for `commit_later`: checked, redacted (no secret is ever
+        queued) and stamped now, when it happened."""
         event_kind = _as_kind(kind)
         if round < 0:
             raise StoreError(f"round must be >= 0, got {round}")
         clean = self._clean({} if payload is None else payload)
+        return Staged(kind=event_kind, payload=clean, round=round, at=utc_now_iso())
+
+    def commit_later(self, run_id: str, staged: Sequence[Staged]) -> Future[list[Event]]:
+        """Append `staged` (in order) to `run_id`'s chain in one transaction, on the
+        writer thread, without waiting: the future holds the stored events or the error.
+        If it fails, every later write to `run_id` through this store fails too (the
+        record stays a prefix of what happened)."""
+        return self._writer.submit(run_id, self._job(run_id, list(staged)), deferred=True)
+
+    def flush(self) -> None:
+        """Wait until every write submitted so far is committed (or has failed)."""
+        self._writer.wait()
+
+    def _job(self, run_id: str, staged: list[Staged]) -> Callable[[sqlite3.Connection], Any]:
         key = self._writing_key()
-        with self._write() as conn:
-            event = _append_locked(conn, key, run_id, event_kind, clean, round_=round)
-        log.debug("store.appended", run_id=run_id, seq=event.seq, kind=str(event_kind))
-        return event
+
+        def job(conn: sqlite3.Connection) -> list[Event]:
+            return _append_locked(conn, key, run_id, staged)
+
+        return job
 
     # -- reading -----------------------------------------------------------------------
 
@@ -375,7 +438,8 @@ class RunStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction holding the database write lock from its first statement."""
+        """One write transaction holding the database write lock from its first statement
+        (run by the writer thread only)."""
         with self._lock:
             conn = self._connection()
             with sqlite_errors(self._path):
@@ -389,7 +453,9 @@ class RunStore:
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction: all queries inside see the same committed snapshot."""
+        """One read transaction: all queries inside see the same committed snapshot, which
+        holds every write submitted to this store before the read."""
+        self._writer.wait()
         with self._lock:
             conn = self._connection()
             with sqlite_errors(self._path):
@@ -404,18 +470,23 @@ class RunStore:
 # --- module helpers ----------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """An event not yet appended (`RunStore.stage`): redacted plain-JSON payload, stamped
+    with the time it happened."""
+
+    kind: EventKind
+    payload: dict[str, Any]
+    round: int
+    at: str
+
+
 def _append_locked(
-    conn: sqlite3.Connection,
-    key: RecordKey,
-    run_id: str,
-    kind: EventKind,
-    payload: dict[str, Any],
-    *,
-    round_: int,
-    at: str | None = None,
-) -> Event:
-    """Append inside an open write transaction: read and authenticate the head, insert,
-    move the head and its MAC.
+    conn: sqlite3.Connection, key: RecordKey, run_id: str, staged: list[Staged]
+) -> list[Event]:
+    """Append inside an open write transaction: read and authenticate the head, insert
+    each event chained to the one before, move the head and its MAC (once: only the
+    head at commit can be seen).
 
     A head that does not authenticate is never extended: re-MACing it would make a
     forged head (or a legacy, unauthenticated run) look as if this key had written it.
@@ -429,45 +500,56 @@ def _append_locked(
         if status != "ok":
             _, why = check_mac(head, key, key.path)
             raise StoreError(f"run {run_id}: not extended: {why[0]}")
-    seq, prev_hash = head.head_seq + 1, head.head_hash
-    stamp = at or utc_now_iso()
-    digest = event_hash(
-        run_id=run_id,
-        seq=seq,
-        kind=str(kind),
-        round_=round_,
-        at=stamp,
-        payload=payload,
-        prev_hash=prev_hash,
-    )
-    conn.execute(
-        f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (run_id, seq, str(kind), round_, stamp, canonical_json(payload), prev_hash, digest),
-    )
+    seq, prev_hash = head.head_seq, head.head_hash
+    rows: list[tuple[Any, ...]] = []
+    events: list[Event] = []
+    for item in staged:
+        seq += 1
+        kind = str(item.kind)
+        text = canonical_json(item.payload)
+        digest = event_hash_of_text(
+            run_id=run_id,
+            seq=seq,
+            kind=kind,
+            round_=item.round,
+            at=item.at,
+            payload_text=text,
+            prev_hash=prev_hash,
+        )
+        rows.append((run_id, seq, kind, item.round, item.at, text, prev_hash, digest))
+        # Built from checked parts (a kind, a round >= 0, a plain-JSON payload, our own
+        # hex digests): validating again would only cost the writer time.
+        events.append(
+            Event.model_construct(
+                run_id=run_id,
+                seq=seq,
+                kind=item.kind,
+                round=item.round,
+                at=item.at,
+                payload=item.payload,
+                prev_hash=prev_hash,
+                hash=digest,
+            )
+        )
+        prev_hash = digest
+    if not rows:
+        return events
+    conn.executemany(f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
     moved = HeadRow(
         run_id=run_id,
         task_id=head.task_id,
         created_at=head.created_at,
         meta_text=head.meta_text,
         head_seq=seq,
-        head_hash=digest,
+        head_hash=prev_hash,
         head_mac=None,
         key_id=key.key_id,
     )
     conn.execute(
         "UPDATE runs SET head_seq = ?, head_hash = ?, head_mac = ?, key_id = ? WHERE run_id = ?",
-        (seq, digest, key.mac(moved.message()), key.key_id, run_id),
+        (seq, prev_hash, key.mac(moved.message()), key.key_id, run_id),
     )
-    return Event(
-        run_id=run_id,
-        seq=seq,
-        kind=kind,
-        round=round_,
-        at=stamp,
-        payload=payload,
-        prev_hash=prev_hash,
-        hash=digest,
-    )
+    return events
 
 
 def _resolve(conn: sqlite3.Connection, run_ref: str) -> str:

@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,7 @@ from harness.models.interface import (
     ReportsAttempts,
 )
 from harness.models.secrecy import redact_reply, redact_request
-from harness.record.events import EventKind
+from harness.record.events import Event, EventKind
 from harness.record.results import (
     EndedBy,
     FinalRow,
@@ -50,7 +51,7 @@ from harness.record.results import (
     RunResult,
     ViolationRow,
 )
-from harness.record.store import RunStore
+from harness.record.store import RunStore, Staged
 from harness.secrets import harness_secrets
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import CONFINED, SandboxPolicy, sandbox_report
@@ -176,21 +177,42 @@ class Orchestrator:
         self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
         self.grader_feedback: list[str] = []
         self.grader_findings: list[Segment] = []
+        self.staged: list[Staged] = []  # recorded, not yet handed to the store
 
     # -------------------------------------------------------------------- records
     def record(self, kind: EventKind, payload: dict[str, Any]) -> None:
         # The store redacts what it writes; the live progress shows it too, so the
         # harness's secrets are taken out here, once, for both.
-        payload = harness_secrets().redact_json(payload)
-        self.store.append(self.run_id, kind, payload, round=self.state.round)
-        self.progress(str(kind), payload)
+        # Staged (redacted and stamped) now; committed with the rest of the round by
+        # `durable`, which runs where the record must come first. The live progress shows
+        # what the store will write: redacted once, for both.
+        staged = self.store.stage(kind, payload, round=self.state.round)
+        self.staged.append(staged)
+        self.progress(str(kind), staged.payload)
 
-    def allow(self, what: str, allowed_s: float | None, **detail: Any) -> None:
-        """Record, before a call, command or grading starts, how long it may take. If the
-        process dies inside it, the record ends here and a resume charges the whole
-        allowance (the wall time actually spent cannot be known after a kill)."""
+    def submit_staged(self) -> Future[list[Event]] | None:
+        """Hand the staged events to the store's writer (one transaction), not waiting."""
+        staged, self.staged = self.staged, []
+        return self.store.commit_later(self.run_id, staged) if staged else None
+
+    async def durable(self) -> None:
+        """Commit every event recorded so far and wait for it (off the event loop); raise
+        if the write failed. Called before what the record must precede (a model call, a
+        command, a grading: each after its allowance) and before the result is returned.
+        Between two calls only the runtime's own work happens, nothing the record could
+        miss that a kill a moment earlier would not also have cut."""
+        written = self.submit_staged()
+        if written is not None:
+            await asyncio.wrap_future(written)
+
+    async def allow(self, what: str, allowed_s: float | None, **detail: Any) -> None:
+        """Record, before a call, command or grading starts, how long it may take, and
+        wait until that (and everything before it) is committed. If the process dies
+        inside it, the record ends here and a resume charges the whole allowance (the
+        wall time actually spent cannot be known after a kill)."""
         allowed = None if allowed_s is None else round(float(allowed_s), 6)
         self.record(EventKind.ALLOWANCE, {"for": what, "allowed_s": allowed, **detail})
+        await self.durable()
 
     def committed(self, entry: StatusEntry) -> None:
         self.record(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
@@ -208,6 +230,14 @@ class Orchestrator:
 
     # ----------------------------------------------------------------------- loop
     async def run(self, *, resume: bool = False) -> RunResult:
+        try:
+            return await self.run_rounds(resume)
+        finally:
+            # Interrupted (Ctrl-C, an error): what was recorded still goes to the store,
+            # whose close commits it.
+            self.submit_staged()
+
+    async def run_rounds(self, resume: bool) -> RunResult:
         ended = self.start(resume)
         if ended is None and self.lifecycle.state is State.CLAIMED_COMPLETE:
             # Resumed with a claim the grader never answered (killed in between): grade it.
@@ -219,7 +249,9 @@ class Orchestrator:
                 self.grader_feedback, self.grader_findings = [], []
         while ended is None:
             ended = await self.round()
-        return self.finish(ended)
+        result = self.finish(ended)
+        await self.durable()
+        return result
 
     def start(self, resume: bool) -> EndedBy | None:
         current = self.lifecycle.state
@@ -297,7 +329,7 @@ class Orchestrator:
         )
         # Recorded under the round before (a call that never happens, e.g. the scripted
         # agent has ended, leaves the round unasserted; rounds in the record never go back).
-        self.allow("model_call", request.timeout_s, for_round=upcoming)
+        await self.allow("model_call", request.timeout_s, for_round=upcoming)
         # The round's declarations count as asserted once the call is made with them.
         self.state.round = upcoming
         self.state.runtime_lines += asserted
@@ -409,7 +441,7 @@ class Orchestrator:
         r = self.state.round
         # A grading is bounded by the time the audit may still spend (each check and
         # grader call is clamped to it); without a time budget there is nothing to charge.
-        self.allow("grading", self.ledger.room(BudgetKind.TIME, Pool.AUDIT))
+        await self.allow("grading", self.ledger.room(BudgetKind.TIME, Pool.AUDIT))
         report = await self.grader.grade(claims_from_proposals(self.state.proposals))
         action = report.action
         applied = action in ("verify", "revise")
@@ -458,7 +490,9 @@ class Orchestrator:
             return None
         r, report, applied = self.grades[-1]
         tokens = sum((g.tokens for _, g, _ in self.grades), GraderTokens())
-        # The agent's usage, from the record (so a resumed run counts all its calls).
+        # The agent's usage, from the record (so a resumed run counts all its calls): this
+        # round's calls are staged still; the read waits for what was handed over.
+        self.submit_staged()
         agent = GraderTokens()
         for event in self.store.events(self.run_id, EventKind.MODEL_CALL):
             usage = event.payload.get("usage", {})
@@ -483,7 +517,7 @@ class Orchestrator:
         )
         timeout = max(timeout, 0.001)
         if call.name == "run_command":  # the one tool that can take long
-            self.allow("run_command", timeout, call_id=call.id)
+            await self.allow("run_command", timeout, call_id=call.id)
         # In a worker thread: a command may run for minutes, and the other tasks of a
         # batch share this event loop; their time budgets must not pay for it.
         result = await asyncio.to_thread(

@@ -238,7 +238,9 @@ async def run_task(
     set up before any runs, so a bad URI or a missing key stops them all at once);
     `grader_client` likewise for the grader model."""
     check_handoff(task)
-    uri = model_uri(task, model)
+    # A client handed in (tests, the Python API) names its own model.
+    given = model or (client.name if client is not None and task.spec.agent is None else None)
+    uri = model_uri(task, given)
     if client is None:
         client = client_for(uri, task, options=options, on_command_line=model is not None)
     if grader_client is None:
@@ -260,11 +262,19 @@ async def run_task(
             "sandbox": sandbox_report(policy),
         },
         inputs=inputs,
+        wait=False,
     )
     workspace = workspace_for(store, run_id, task)
     grading = grading_sources(store, run_id, task)
-    for entry in lifecycle.history:
-        store.append(run_id, EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+    # Not waited for: the orchestrator's first commit follows it (one writer, in order),
+    # and a failure here fails that one too.
+    store.commit_later(
+        run_id,
+        [
+            store.stage(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+            for entry in lifecycle.history
+        ],
+    )
     orchestrator = Orchestrator(
         task=task,
         client=client,

