@@ -453,6 +453,8 @@ class _DocumentReader:
         self.check_entities(i, rest)
 
     def check_entities(self, i: int, text: str) -> None:
+        if "@" not in text:
+            return
         for token in _ENTITY_TOKEN.finditer(text):
             name = token.group(1) or ""
             if not ENTITY_NAME.match(name) and "-" not in name:
