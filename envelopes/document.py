@@ -63,6 +63,7 @@ INDENT = "  "
 # What a declaration's header line fixes before its shape is known: name, subname, temporal
 # prefix and line number.
 _Base = tuple[str, str | None, str | None, int]
+_TIMED = ("T[", "PARALLEL{")  # the only starts a temporal bind or note can have
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,7 +432,8 @@ class _DocumentReader:
         if first_body is not None:
             body.insert(0, first_body)
         shape: Shape = "header_body" if body else "inline"
-        return end, Declaration(name, header, shape, subname, prefix, body=tuple(body), line=base[3])
+        decl = Declaration(name, header, shape, subname, prefix, body=tuple(body), line=base[3])
+        return end, decl
 
     def check_header(self, i: int, rest: str) -> None:
         # Part III §1.3: full-width punctuation is legal inside values but never as a
@@ -523,9 +525,7 @@ class _DocumentReader:
         self.error(i, "E300", f"::{base[0]} brace span never closes")
         return len(self.lines), None
 
-    def opaque(
-        self, i: int, base: _Base, header: str, delimiter: str
-    ) -> tuple[int, Item | None]:
+    def opaque(self, i: int, base: _Base, header: str, delimiter: str) -> tuple[int, Item | None]:
         if i + 1 >= len(self.lines) or self.lines[i + 1].strip(_LINE_PAD) != f"<<<{delimiter}":
             self.error(
                 i + 1 if i + 1 < len(self.lines) else i,
@@ -725,7 +725,7 @@ class _DocumentReader:
     def body_line(self, j: int, parent: str, s: str) -> BodyLine | None:
         """Part III §1.2: the form of a body line is decided by its first token."""
         at = j + self.offset
-        if s.startswith(("T[", "PARALLEL{")) and (_TEMPORAL_BIND.match(s) or _TEMPORAL_NOTE.match(s)):
+        if s.startswith(_TIMED) and (_TEMPORAL_BIND.match(s) or _TEMPORAL_NOTE.match(s)):
             return BodyLine("temporal", s, line=at)
         if s.startswith("→"):
             return BodyLine("annotation", s, line=at)

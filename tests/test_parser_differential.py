@@ -82,7 +82,7 @@ def test_seed_line_reads_the_same_as_a_document_and_as_a_chain(line: str) -> Non
 
 # -------------------------------------------------------------------- generated
 
-_MUTATION_ALPHABET = list('[]{}|,:=>@"\\ \t\n\r→⇒Ω΄Σ\x00\u2028') + ["=>", "::", "  ", "<<<"]
+_MUTATION_ALPHABET = [*'[]{}|,:=>@"\\ \t\n\r→⇒Ω΄Σ\x00\u2028', "=>", "::", "  ", "<<<"]
 
 
 @st.composite
@@ -192,9 +192,7 @@ def documents(draw: st.DrawFn) -> str:
     return draw(st.sampled_from(["\n", "\r\n"])).join(lines) + draw(st.sampled_from(["", "\n"]))
 
 
-_FUZZ = settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+_FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_FUZZ
