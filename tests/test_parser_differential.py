@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envelopes.chain import parse_chain
+from envelopes.declarations import fields
 from envelopes.document import read_document
 from envelopes.errors import Finding, IlangError
 from envelopes.lint import lint_ilang, semantic_findings
@@ -251,3 +252,48 @@ def test_corpus_reads_the_same() -> None:
                     assert_same_chain(line.strip())
         except AssertionError as err:
             raise AssertionError(f"{name} reads differently") from err
+
+
+# ------------------------------------------------- the typed readers' character checks
+# `lint_ilang` reads typed declarations through `declarations.fields`, whose per-character
+# checks now skip printable ASCII in one match. These are the loops they replaced.
+
+
+def _old_check_value(value: str) -> bool:
+    return all(fields.value_char_allowed(ch) for ch in value)
+
+
+def _old_bare_ok(value: str) -> bool:
+    return all(fields._bare_char_ok(ch) and ch != fields.FULLWIDTH_PIPE for ch in value)
+
+
+_CHARS = st.text(
+    alphabet=st.characters(max_codepoint=0x7F) | st.sampled_from("｜：\u00a0\u2028é\u200b"),
+    max_size=12,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_CHARS, st.booleans())
+def test_character_checks_agree_with_the_per_character_loops(value: str, positional: bool) -> None:
+    try:
+        fields.check_value(value)
+        accepted = True
+    except ValueError:
+        accepted = False
+    assert accepted == _old_check_value(value)
+    try:
+        fields._check_bare(value, 0, line=1, col=1)
+        bare = True
+    except IlangError:
+        bare = False
+    assert bare == _old_bare_ok(value)
+    old_needs = (
+        value == ""
+        or value[0].isspace()
+        or value[-1].isspace()
+        or "\\" in value
+        or (positional and (":" in value or fields.FULLWIDTH_COLON in value))
+        or not all(fields._bare_char_ok(ch) for ch in value)
+    )
+    assert fields.needs_quoting(value, positional=positional) == old_needs
