@@ -3,6 +3,12 @@
 The reader is strict: it accepts the canon's chains and reports the first departure with
 its code and column. Continuation lines (`=>` at the start of a line, Part III §1.7) are
 joined by the document reader before a chain reaches this module.
+
+Two readers share the work. A single-pass scanner takes the common shape (a verb or alias,
+an optional `:@TARGET`, bare `key=value` modifiers) one compiled match per operation, with
+no state object and no slicing. Whatever it does not take (quoted values, verb references,
+comma continuations, and every error) goes to the careful reader below, which alone
+reports problems: the scanner only ever accepts, so both give the same chain or error.
 """
 
 from __future__ import annotations
@@ -25,6 +31,18 @@ _RESERVED_IN_BARE = frozenset('"[')
 # The longest run of characters a bare value may hold; the character that ends it decides
 # whether the value ended well (a stop) or badly (reserved, control, whitespace).
 _BARE_RUN = re.compile(r'[^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]*')
+
+
+# The scanner's tokens. An operation head with its optional `:@TARGET`; then, after `|`, one
+# modifier at a time: a bare value (what the careful reader's bare run holds) or a quoted
+# value without escapes, and the character that ends it. Anything else is the careful
+# reader's.
+_FAST_HEAD = re.compile(r"\[([^\]:|\s]+)(?::@([A-Z][A-Z0-9_]*))?([|\]])")
+_FAST_MOD = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_]*)="
+    r'(?:"([^"\\\x00-\x1f\x7f-\x9f\u2028\u2029]*)"|([^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+))'
+    r"([,\]])"
+)
 
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -340,6 +358,56 @@ def resolve_entity(
     return _TIER_NAMES[tier]
 
 
+def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
+    """The chain when every operation has the common shape; None sends the text to the
+    careful reader (which also owns every error message)."""
+    ops: list[Operation] = []
+    pos = 0
+    end = len(text)
+    head_at = _FAST_HEAD.match
+    mod_at = _FAST_MOD.match
+    while True:
+        found = head_at(text, pos)
+        if found is None:
+            return None
+        head, target, closer = found.groups()
+        if head in VERB_SET:
+            verb, alias = head, None
+        else:
+            verb = ALIASES.get(head)
+            if verb is None:
+                return None
+            alias = head
+        modifiers: tuple[Modifier, ...] = ()
+        at = found.end()
+        if closer == "|":
+            mods: list[Modifier] = []
+            while True:
+                piece = mod_at(text, at)
+                if piece is None:
+                    return None  # a continuation piece, an escape, an empty value, an error
+                key, quoted, bare, stop = piece.groups()
+                if key not in MODIFIERS:
+                    return None
+                if bare is None:
+                    mods.append(Modifier(key, quoted, True))
+                elif bare[0] == "@" and ENTITY_NAME.match(bare, 1) is None:
+                    return None
+                else:
+                    mods.append(Modifier(key, bare))
+                at = piece.end()
+                if stop == "]":
+                    break
+            modifiers = tuple(mods)
+        ops.append(Operation(verb, alias, target, None, modifiers, col0 + pos))
+        if at == end:
+            return Chain(tuple(ops), line)
+        if verb == "OUT" or not text.startswith("=>[", at):
+            return None  # OUT before the end (E502), or text after an operation
+        pos = at + 2
+
+
 def parse_chain(text: str, line: int = 1, col: int = 1) -> Chain:
     """Parse one whole chain (continuations already joined)."""
-    return _ChainReader(text, line, col).read()
+    chain = _fast_chain(text, line, col)
+    return chain if chain is not None else _ChainReader(text, line, col).read()

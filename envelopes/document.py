@@ -53,10 +53,17 @@ _ENTITY_TOKEN = re.compile(r"(?<=[{:|,→=])@([A-Za-z0-9][A-Za-z0-9_\-]*)?")
 _DELIMITER_FIELD = re.compile(r"(?:^|\|)\s*delimiter:([^|}\s]+)")
 _ID_FIELD = re.compile(r"(?:^|\|)\s*id:([^|}\s]+)")
 _LINE_PAD = " \t"
+# A control character, or a carriage return (which counts mid-line but not at a line's end):
+# when the whole text has none, no line needs scanning.
+_SUSPECT_CHARACTER = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _DOUBLE_INLINE = re.compile(r"\{([^{}]*)\}\{(.*)\}\Z", re.S)
 _DOUBLE_OPEN = re.compile(r"\{([^{}]*)\}\{([^}]*)\Z", re.S)
 _STRUCTURAL_MARKS = ("::", "[", "{", "}", "|", "⇒", "=>")
 INDENT = "  "
+# What a declaration's header line fixes before its shape is known: name, subname, temporal
+# prefix and line number.
+_Base = tuple[str, str | None, str | None, int]
+_TIMED = ("T[", "PARALLEL{")  # the only starts a temporal bind or note can have
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +217,12 @@ def indent_of(line: str) -> int:
 
 class _DocumentReader:
     def __init__(self, text: str, first_line: int) -> None:
+        self.text = text
         self.lines = text.split("\n")
         if self.lines and self.lines[-1] == "":
             self.lines.pop()
-        self.lines = [ln[:-1] if ln.endswith("\r") else ln for ln in self.lines]
+        if "\r" in text:
+            self.lines = [ln[:-1] if ln.endswith("\r") else ln for ln in self.lines]
         self.offset = first_line
         self.findings: list[Finding] = []
         # Control characters found per line index; reported after reading, except on the
@@ -236,10 +245,12 @@ class _DocumentReader:
         return found + 1 if found >= 0 else 1
 
     # ---------------------------------------------------------------------- lines
-    def check_characters(self) -> None:
+    def check_characters(self, text: str) -> None:
         if self.lines and self.lines[0].startswith("\ufeff"):
             self.error(0, "E502", "a byte order mark is not part of iLang text")
             self.lines[0] = self.lines[0][1:]
+        if _SUSPECT_CHARACTER.search(text) is None:
+            return  # one pass in C over the whole text: no line can hold a control character
         for index, line in enumerate(self.lines):
             for found in CONTROL.finditer(line):
                 if found.group(0) != "\t":
@@ -250,7 +261,7 @@ class _DocumentReader:
                     break
 
     def read(self) -> Document:
-        self.check_characters()
+        self.check_characters(self.text)
         document = self.read_items()
         # Opaque payloads are content, not iLang text: a control character there (ANSI
         # escapes in tool output, a NUL) is data, never a finding.
@@ -293,7 +304,9 @@ class _DocumentReader:
                 continue
             flush_chain()
             preamble_here, in_preamble = in_preamble, False
-            if _DOC_MARKER.match(s):
+            # Each pattern is tried only when the line's first characters allow it.
+            timed = s.startswith("T[")
+            if s.startswith("::ILANG::") and _DOC_MARKER.match(s):
                 if i == first_nb:
                     in_preamble = True
                 elif i != last_nb:
@@ -301,11 +314,11 @@ class _DocumentReader:
                 items.append(TextLine("marker", s, i + self.offset))
                 i += 1
                 continue
-            if _TEMPORAL_BIND.match(s):
+            if timed and _TEMPORAL_BIND.match(s):
                 items.append(TextLine("temporal", s, i + self.offset))
                 i += 1
                 continue
-            if s.startswith("::") or _TEMPORAL_PREFIX.match(s):
+            if s.startswith("::") or (timed and _TEMPORAL_PREFIX.match(s)):
                 seen_construct = True
                 start = i
                 i, item = self.construct(i)
@@ -343,7 +356,7 @@ class _DocumentReader:
                     )
                 i += 1
                 continue
-            if _TEMPORAL_NOTE.match(s):
+            if (timed or s.startswith("PARALLEL{")) and _TEMPORAL_NOTE.match(s):
                 items.append(TextLine("temporal", s, i + self.offset))
             elif s.startswith(("→", "<<<")):
                 items.append(TextLine("annotation", s, i + self.offset))
@@ -366,7 +379,7 @@ class _DocumentReader:
     def construct(self, i: int) -> tuple[int, Item | None]:
         line = self.lines[i]
         stripped = line.strip()
-        prefix_match = _TEMPORAL_PREFIX.match(stripped)
+        prefix_match = _TEMPORAL_PREFIX.match(stripped) if stripped.startswith("T[") else None
         prefix = prefix_match.group(1) if prefix_match else None
         text = prefix_match.group(2) if prefix_match else stripped
         head = _DECL_HEAD.match(text)
@@ -394,7 +407,8 @@ class _DocumentReader:
         close = find_close(rest)
         self.check_header(i, rest[: close + 1] if close > 0 else rest)
         header_indent = indent_of(line)
-        base = Declaration(name, "", subname=subname, prefix=prefix, line=i + self.offset)
+        # Every node is built once, whole: its fields are gathered first (no copy per field).
+        base: _Base = (name, subname, prefix, i + self.offset)
 
         if name in DOUBLE_BRACE:
             return self.narrative(i, base, rest, header_indent)
@@ -405,22 +419,21 @@ class _DocumentReader:
         if trailing.startswith("::"):
             self.error(i, "E300", "a second declaration on a header line: start a new line")
             trailing = ""
-        decl = _with(base, header=header)
         if name == "UNTRUSTED":
             delimiter = _DELIMITER_FIELD.search(header)
             if delimiter:
                 if trailing:
                     self.error(i, "E300", "text after an opaque block's header")
-                return self.opaque(i, _with(decl, delimiter=delimiter.group(1)))
-        first_body: list[BodyLine] = []
+                return self.opaque(i, base, header, delimiter.group(1))
+        first_body: BodyLine | None = None
         if trailing:
-            body_line = self.body_line(i, name, trailing)
-            if body_line is not None:
-                first_body.append(body_line)
+            first_body = self.body_line(i, name, trailing)
         end, body = self.body(i, name, header_indent)
-        body = first_body + body
+        if first_body is not None:
+            body.insert(0, first_body)
         shape: Shape = "header_body" if body else "inline"
-        return end, _with(decl, shape=shape, body=tuple(body))
+        decl = Declaration(name, header, shape, subname, prefix, body=tuple(body), line=base[3])
+        return end, decl
 
     def check_header(self, i: int, rest: str) -> None:
         # Part III §1.3: full-width punctuation is legal inside values but never as a
@@ -442,6 +455,8 @@ class _DocumentReader:
         self.check_entities(i, rest)
 
     def check_entities(self, i: int, text: str) -> None:
+        if "@" not in text:
+            return
         for token in _ENTITY_TOKEN.finditer(text):
             name = token.group(1) or ""
             if not ENTITY_NAME.match(name) and "-" not in name:
@@ -450,25 +465,36 @@ class _DocumentReader:
                 self.error(i, "E300", f"entity @{name} does not match @[A-Z][A-Z0-9_]*", col)
 
     def narrative(
-        self, i: int, base: Declaration, rest: str, header_indent: int
+        self, i: int, base: _Base, rest: str, header_indent: int
     ) -> tuple[int, Item | None]:
+        name, subname, prefix, line = base
         inline = _DOUBLE_INLINE.match(rest)
         if inline:
-            decl = _with(base, header=inline.group(1), content=inline.group(2))
-            end, body = self.body(i, base.name, header_indent)
-            return end, _with(decl, shape="header_body" if body else "inline", body=tuple(body))
+            end, body = self.body(i, name, header_indent)
+            shape: Shape = "header_body" if body else "inline"
+            decl = Declaration(
+                name,
+                inline.group(1),
+                shape,
+                subname,
+                prefix,
+                inline.group(2),
+                tuple(body),
+                line=line,
+            )
+            return end, decl
         opened = _DOUBLE_OPEN.match(rest)
         if opened:
             return self.brace_span(i, base, opened.group(1), opened.group(2))
         self.error(
             i,
             "E300",
-            f"::{base.name} takes the double-brace form ::{base.name}{{addressing}}{{content}}",
+            f"::{name} takes the double-brace form ::{name}{{addressing}}{{content}}",
         )
         return i + 1, None
 
     def brace_span(
-        self, i: int, base: Declaration, header: str, content: str | None
+        self, i: int, base: _Base, header: str, content: str | None
     ) -> tuple[int, Item | None]:
         # Part III §1.1: a set span (header ends with `{`) closes at a bare `}` line; a
         # wrapped field header closes at the first line ending with `}`.
@@ -482,21 +508,24 @@ class _DocumentReader:
                 closed_by_line = t == "}"
                 if not closed_by_line:
                     span = (*span, t)
-                decl = _with(
-                    base,
-                    shape="brace_span",
-                    header=header,
-                    content=content,
+                name, subname, prefix, line = base
+                decl = Declaration(
+                    name,
+                    header,
+                    "brace_span",
+                    subname,
+                    prefix,
+                    content,
                     span=span,
                     span_closed_by_line=closed_by_line,
+                    line=line,
                 )
                 return j + 1, decl
             j += 1
-        self.error(i, "E300", f"::{base.name} brace span never closes")
+        self.error(i, "E300", f"::{base[0]} brace span never closes")
         return len(self.lines), None
 
-    def opaque(self, i: int, decl: Declaration) -> tuple[int, Item | None]:
-        delimiter = decl.delimiter or ""
+    def opaque(self, i: int, base: _Base, header: str, delimiter: str) -> tuple[int, Item | None]:
         if i + 1 >= len(self.lines) or self.lines[i + 1].strip(_LINE_PAD) != f"<<<{delimiter}":
             self.error(
                 i + 1 if i + 1 < len(self.lines) else i,
@@ -509,8 +538,19 @@ class _DocumentReader:
             self.error(i, "E300", f"opaque block never reaches its delimiter line `{delimiter}`")
             return len(self.lines), None
         payload = "\n".join(self.lines[i + 2 : j])
-        self.check_end_line(i, j + 1, decl.header)
-        return j + 1, _with(decl, opaque=payload)
+        self.check_end_line(i, j + 1, header)
+        name, subname, prefix, line = base
+        decl = Declaration(
+            name,
+            header,
+            "inline",
+            subname,
+            prefix,
+            opaque=payload,
+            delimiter=delimiter,
+            line=line,
+        )
+        return j + 1, decl
 
     def delimiter_line(self, start: int, delimiter: str) -> int | None:
         """Index of the first line from `start` that is exactly `delimiter` (spaces and
@@ -597,7 +637,7 @@ class _DocumentReader:
                 continue
             if regime == "indent" or indent != header_indent:
                 break
-            if s.startswith("::") or _TEMPORAL_PREFIX.match(s) or _DOC_MARKER.match(s):
+            if s.startswith("::") or (s.startswith("T[") and _TEMPORAL_PREFIX.match(s)):
                 break
             if not is_flush_body_form(s):
                 break
@@ -662,21 +702,30 @@ class _DocumentReader:
             if not double:
                 self.error(j, "E300", f"::{name} takes the double-brace form")
                 return end, None
-            decl = Declaration(name, double.group(1), content=double.group(2), line=j + self.offset)
+            header, content = double.group(1), double.group(2)
         else:
             close = find_close(rest)
             if not rest.startswith("{") or close < 0 or rest[close + 1 :].strip():
                 self.error(j, "E300", f"a nested ::{name} must be one closed header on its line")
                 return end, None
-            decl = Declaration(name, rest[1:close], subname=subname, line=j + self.offset)
-        if own_body:
-            decl = _with(decl, shape="header_body", body=tuple(own_body))
+            header, content = rest[1:close], None
+        shape: Shape = "header_body" if own_body else "inline"
+        decl = Declaration(
+            name,
+            header,
+            shape,
+            None if content is not None else subname,
+            None,
+            content,
+            tuple(own_body),
+            line=j + self.offset,
+        )
         return end, BodyLine("B7", "", nested=decl, line=j + self.offset)
 
     def body_line(self, j: int, parent: str, s: str) -> BodyLine | None:
         """Part III §1.2: the form of a body line is decided by its first token."""
         at = j + self.offset
-        if _TEMPORAL_BIND.match(s) or _TEMPORAL_NOTE.match(s):
+        if s.startswith(_TIMED) and (_TEMPORAL_BIND.match(s) or _TEMPORAL_NOTE.match(s)):
             return BodyLine("temporal", s, line=at)
         if s.startswith("→"):
             return BodyLine("annotation", s, line=at)
@@ -716,11 +765,16 @@ def is_flush_body_form(s: str) -> bool:
         return True
     if s.startswith("["):
         return bool(_TAG_LINE.match(s) or _TAG_TEXT.match(s)) and not is_operation_head(head_of(s))
-    return bool(_KEY.match(s) or _TEMPORAL_BIND.match(s))
+    return bool(_KEY.match(s) or (s.startswith("T[") and _TEMPORAL_BIND.match(s)))
 
 
 def find_close(rest: str) -> int:
     """Index of the brace that closes the one opening `rest`, or -1."""
+    if rest.startswith("{"):
+        close = rest.find("}", 1)
+        opening = rest.find("{", 1)
+        if close > 0 and (opening < 0 or opening > close):
+            return close  # the common header: no brace inside it
     depth = 0
     for k, ch in enumerate(rest):
         if ch == "{":
@@ -730,12 +784,6 @@ def find_close(rest: str) -> int:
             if depth == 0:
                 return k
     return -1
-
-
-def _with(decl: Declaration, **changes: object) -> Declaration:
-    from dataclasses import replace
-
-    return replace(decl, **changes)  # type: ignore[arg-type]
 
 
 def read_document(text: str, first_line: int = 1) -> tuple[Document, list[Finding]]:

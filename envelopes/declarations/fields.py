@@ -50,6 +50,10 @@ _NEVER_IN_VALUE = frozenset({"Cs", "Zl", "Zp"})
 # would be a guess. Quoting makes them explicit.
 _NOT_BARE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _PAD = " \t"
+# Printable ASCII is the common case and needs no per-character category look-up: any value
+# (tab and newline included) may hold it, and a bare value may hold all of it but `"{|}`.
+_PLAIN_VALUE = re.compile(r"[\x20-\x7e\t\n]*\Z")
+_PLAIN_BARE = re.compile(r"[ !#-z~]*\Z")
 
 
 class Segment(BaseModel):
@@ -78,6 +82,8 @@ def value_char_allowed(ch: str) -> bool:
 
 def check_value(value: str) -> str:
     """Pydantic validator: refuse a value no canonical rendering could carry."""
+    if _PLAIN_VALUE.match(value):
+        return value
     for ch in value:
         if not value_char_allowed(ch):
             raise ValueError(f"value holds a character that cannot be rendered: {ch!r}")
@@ -106,6 +112,8 @@ def needs_quoting(value: str, *, positional: bool = False) -> bool:
         return True
     if positional and (":" in value or FULLWIDTH_COLON in value):
         return True
+    if _PLAIN_BARE.match(value):
+        return False
     return not all(_bare_char_ok(ch) for ch in value)
 
 
@@ -154,6 +162,8 @@ def read_quoted(text: str, pos: int, *, line: int, col: int) -> tuple[str, int]:
 
 
 def _check_bare(value: str, start: int, *, line: int, col: int) -> None:
+    if _PLAIN_BARE.match(value):
+        return
     for offset, ch in enumerate(value):
         if ch == FULLWIDTH_PIPE:
             raise IlangError(

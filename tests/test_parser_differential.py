@@ -1,0 +1,299 @@
+"""The single-pass reader against a frozen copy of the reader it replaced (commit 4dad602,
+kept in `tests/parser_frozen/`): every input must give the same document, node for node
+(line and column included, which `==` leaves out, so `repr` is compared too), the same
+findings, the same lint output and, for chains, the same chain or the same error.
+
+Three sources of input: the project's own seed files (`tests/data/parser_fuzz/`), inputs
+generated and mutated from them (hypothesis), and, as the `corpus` layer, every text of the
+shared corpora (skipped with the reason on a clone alone).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envelopes.chain import parse_chain
+from envelopes.declarations import fields
+from envelopes.document import read_document
+from envelopes.errors import Finding, IlangError
+from envelopes.lint import lint_ilang, semantic_findings
+from envelopes.markdown import ilang_fences
+from tests.conftest import SHARED
+from tests.parser_frozen import old_chain, old_document
+
+SEEDS_DIR = Path(__file__).parent / "data" / "parser_fuzz"
+SEEDS = sorted(SEEDS_DIR.glob("*.ilang"))
+SEED_TEXTS = [p.read_bytes().decode("utf-8") for p in SEEDS]
+SEED_LINES = sorted({ln for text in SEED_TEXTS for ln in text.splitlines() if ln.strip()})
+
+
+def old_lint(text: str) -> list[Finding]:
+    """`lint_ilang` as it stood, over the frozen reader."""
+    document, findings = old_document.read_document(text)
+    return sorted(findings + semantic_findings(document), key=lambda f: (f.line, f.col))
+
+
+def assert_same_reading(text: str, first_line: int = 1) -> None:
+    old_doc, old_findings = old_document.read_document(text, first_line)
+    new_doc, new_findings = read_document(text, first_line)
+    assert new_doc == old_doc
+    assert repr(new_doc) == repr(old_doc)
+    assert new_findings == old_findings
+    if first_line == 1:
+        assert lint_ilang(text) == old_lint(text)
+
+
+def chain_outcome(parse: object, text: str) -> str:
+    try:
+        return repr(parse(text, 3, 5))  # type: ignore[operator]
+    except IlangError as err:
+        return f"error {err.code} {err.line}:{err.col} {err.message}"
+
+
+def assert_same_chain(text: str) -> None:
+    assert chain_outcome(parse_chain, text) == chain_outcome(old_chain.parse_chain, text)
+
+
+# ----------------------------------------------------------------------- own seeds
+
+
+def test_the_seed_corpus_is_there_and_exercises_both_readers() -> None:
+    assert len(SEEDS) >= 4
+    findings = [f for text in SEED_TEXTS for f in read_document(text)[1]]
+    codes = {f.code for f in findings}
+    # The seeds reach the error paths as well as the fast ones.
+    assert {"E300", "E302", "E304", "E305", "E502"} <= codes
+
+
+@pytest.mark.parametrize("path", SEEDS, ids=[p.name for p in SEEDS])
+def test_seed_file_reads_the_same(path: Path) -> None:
+    assert_same_reading(path.read_bytes().decode("utf-8"))
+
+
+@pytest.mark.parametrize("line", SEED_LINES)
+def test_seed_line_reads_the_same_as_a_document_and_as_a_chain(line: str) -> None:
+    assert_same_reading(line)
+    assert_same_chain(line.strip())
+
+
+# -------------------------------------------------------------------- generated
+
+_MUTATION_ALPHABET = [*'[]{}|,:=>@"\\ \t\n\r→⇒Ω΄Σ\x00\u2028', "=>", "::", "  ", "<<<"]
+
+
+@st.composite
+def mutated_seed(draw: st.DrawFn) -> str:
+    """A seed file (or a slice of one) with a few characters inserted, deleted or
+    replaced: near-misses of every shape the seeds hold."""
+    text = draw(st.sampled_from(SEED_TEXTS))
+    if draw(st.booleans()):
+        lines = text.split("\n")
+        start = draw(st.integers(0, len(lines) - 1))
+        text = "\n".join(lines[start : start + draw(st.integers(1, 12))])
+    for _ in range(draw(st.integers(0, 6))):
+        at = draw(st.integers(0, len(text)))
+        action = draw(st.sampled_from(["insert", "delete", "replace"]))
+        piece = draw(st.sampled_from(_MUTATION_ALPHABET) | st.text(max_size=2))
+        if action == "insert":
+            text = text[:at] + piece + text[at:]
+        elif action == "delete":
+            text = text[:at] + text[at + draw(st.integers(1, 4)) :]
+        else:
+            text = text[:at] + piece + text[at + len(piece) :]
+    return text
+
+
+_HEADS = ["READ", "WRIT", "FILT", "BATC", "OUT", "Ω", "Π", "Σ", "REED", "Φ", "read", "", "@X"]
+_TARGETS = ["", ":@SRC", ":@X_1", ":@bad", ":@", ":READ", ":Σ", ":OUT", ":@A:B", ": @X", ":x"]
+_KEYS = ["src", "whr", "fmt", "dst", "foo", "", "1x", "no_unknown"]
+_VALUES = [
+    "x",
+    "@DST",
+    "@dst",
+    "@",
+    '"quoted, v"',
+    '"esc\\"q"',
+    '"bad\\q"',
+    '""',
+    "a>=b",
+    "a b",
+    "",
+    '"',
+    "[x",
+    "a\tb",
+    '"tab\there"',
+    "é中",
+    "x\u2028",
+    "v=w",
+]
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> str:
+    ops = []
+    for _ in range(draw(st.integers(1, 4))):
+        op = "[" + draw(st.sampled_from(_HEADS)) + draw(st.sampled_from(_TARGETS))
+        pieces = draw(
+            st.lists(
+                st.tuples(st.sampled_from(_KEYS), st.sampled_from(_VALUES), st.booleans()),
+                max_size=3,
+            )
+        )
+        if pieces or draw(st.booleans()):
+            op += "|" + ",".join(f"{k}={v}" if eq else k for k, v, eq in pieces)
+        if draw(st.integers(0, 9)):
+            op += "]"
+        ops.append(op)
+    joiners = st.sampled_from(["=>"] * 6 + [" =>", "=> ", "", " ", "=>=>"])
+    text = ops[0]
+    for op in ops[1:]:
+        text += draw(joiners) + op
+    return text + draw(st.sampled_from([""] * 8 + [" ", "x", "=>", "\t"]))
+
+
+_LINE_KINDS = [
+    "::FACT{key:a|value:b}",
+    "::GENE{g|conf:c}",
+    "::LESSON{id:l|type:t}",
+    "::SAY{@A→@B}{hi}",
+    "::THINK{@A}{open",
+    "::PRIORITY{",
+    "}",
+    "::UNTRUSTED{id:u|delimiter:Z}",
+    "<<<Z",
+    "Z",
+    "::END_UNTRUSTED{id:u}",
+    "::ILANG::v5.0",
+    "[TYPE:x][LANG:en]",
+    "[NOTE] text",
+    "T:x",
+    "key:value",
+    "key:[a,b]",
+    "prose words",
+    "→ note",
+    "T[0]=1",
+    "T[1]  ::EVENT{e}",
+    "---",
+    "",
+]
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> str:
+    lines = []
+    for _ in range(draw(st.integers(1, 14))):
+        indent = draw(st.sampled_from(["", "", "  ", "    ", "\t"]))
+        body = draw(st.sampled_from(_LINE_KINDS) | chains() | st.just("=>[OUT]"))
+        lines.append(indent + body)
+    return draw(st.sampled_from(["\n", "\r\n"])).join(lines) + draw(st.sampled_from(["", "\n"]))
+
+
+_FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_FUZZ
+@given(chains())
+def test_generated_chain_parses_the_same(text: str) -> None:
+    assert_same_chain(text)
+    assert_same_reading(text)
+
+
+@_FUZZ
+@given(documents())
+def test_generated_document_reads_the_same(text: str) -> None:
+    assert_same_reading(text)
+
+
+@_FUZZ
+@given(mutated_seed(), st.integers(1, 40))
+def test_mutated_seed_reads_the_same(text: str, first_line: int) -> None:
+    assert_same_reading(text, first_line)
+
+
+# ------------------------------------------------------------------ corpus layer
+
+
+def _corpus_texts() -> list[tuple[str, str]]:
+    if not SHARED.is_dir():
+        return []
+    texts: list[tuple[str, str]] = []
+    for path in sorted((SHARED / "iml").glob("golden*/*.ilang")):
+        texts.append((f"{path.parent.name}/{path.name}", path.read_text(encoding="utf-8")))
+    for path in sorted((SHARED / "spec").glob("*.md")):
+        markdown = path.read_text(encoding="utf-8")
+        texts.append((path.name, markdown))  # the whole file, prose and all: hostile input
+        for block in ilang_fences(markdown):
+            texts.append((f"{path.name}:{block.first_line}", block.text))
+    cases = json.loads((SHARED / "iml" / "malformed-cases.json").read_text(encoding="utf-8"))
+    for number, case in enumerate(cases):
+        texts.append((f"malformed#{number}", case["input"]))
+    for path in sorted((SHARED / "conformance").glob("*/*.jsonl")):
+        for number, row in enumerate(path.read_text(encoding="utf-8").splitlines()):
+            texts.append((f"{path.parent.name}/{path.name}#{number}", json.loads(row)["prompt"]))
+    return texts
+
+
+CORPUS = _corpus_texts()
+
+
+@pytest.mark.shared
+def test_corpus_reads_the_same() -> None:
+    assert len(CORPUS) > 700  # golden, spec files and fences, malformed cases, conformance
+    for name, text in CORPUS:
+        try:
+            assert_same_reading(text)
+            for line in text.splitlines():
+                if line.lstrip().startswith(("[", "=>")):
+                    assert_same_chain(line.strip())
+        except AssertionError as err:
+            raise AssertionError(f"{name} reads differently") from err
+
+
+# ------------------------------------------------- the typed readers' character checks
+# `lint_ilang` reads typed declarations through `declarations.fields`, whose per-character
+# checks now skip printable ASCII in one match. These are the loops they replaced.
+
+
+def _old_check_value(value: str) -> bool:
+    return all(fields.value_char_allowed(ch) for ch in value)
+
+
+def _old_bare_ok(value: str) -> bool:
+    return all(fields._bare_char_ok(ch) and ch != fields.FULLWIDTH_PIPE for ch in value)
+
+
+_CHARS = st.text(
+    alphabet=st.characters(max_codepoint=0x7F) | st.sampled_from("｜：\u00a0\u2028é\u200b"),
+    max_size=12,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_CHARS, st.booleans())
+def test_character_checks_agree_with_the_per_character_loops(value: str, positional: bool) -> None:
+    try:
+        fields.check_value(value)
+        accepted = True
+    except ValueError:
+        accepted = False
+    assert accepted == _old_check_value(value)
+    try:
+        fields._check_bare(value, 0, line=1, col=1)
+        bare = True
+    except IlangError:
+        bare = False
+    assert bare == _old_bare_ok(value)
+    old_needs = (
+        value == ""
+        or value[0].isspace()
+        or value[-1].isspace()
+        or "\\" in value
+        or (positional and (":" in value or fields.FULLWIDTH_COLON in value))
+        or not all(fields._bare_char_ok(ch) for ch in value)
+    )
+    assert fields.needs_quoting(value, positional=positional) == old_needs
