@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -95,6 +95,41 @@ _ROLE: dict[Provenance, Role] = {
 }
 
 
+def fold_segment(out: list[Message], seg: Segment, role: Role) -> None:
+    """Add `seg`, travelling in `role`, to the messages `out`: merged into the last message
+    when both are system- or user-role text, else as a message of its own. The one rule
+    of `Envelope.messages`, shared with the incremental build (`harness.context.growing`)
+    so the two cannot drift apart."""
+    if role == "tool" and seg.tool_call_id is None:
+        role = "user"
+    mergeable = role in ("system", "user") and not seg.tool_calls
+    if out and mergeable and out[-1].role == role and not out[-1].tool_calls:
+        out[-1] = Message(role=role, content=f"{out[-1].content}\n\n{seg.text}")
+        return
+    out.append(
+        Message(
+            role=role,
+            content=seg.text,
+            tool_calls=seg.tool_calls,
+            tool_call_id=seg.tool_call_id if role == "tool" else None,
+        )
+    )
+
+
+def message_json(message: Message) -> bytes:
+    """One message as the envelope digest encodes it (canonical JSON, UTF-8)."""
+    encoded = json.dumps(
+        message.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    return encoded.encode("utf-8")
+
+
+def digest_of(encoded_messages: Iterable[bytes]) -> str:
+    """The envelope digest: sha256 of the canonical JSON array of its messages (each
+    encoded by `message_json`; a compact JSON array is its items joined by commas)."""
+    return "sha256:" + hashlib.sha256(b"[" + b",".join(encoded_messages) + b"]").hexdigest()
+
+
 class Envelope(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -110,27 +145,11 @@ class Envelope(BaseModel):
         result without a call id (none to answer) travels as a user-role message."""
         out: list[Message] = []
         for seg in self.segments:
-            role = self.role_of(seg.provenance)
-            if role == "tool" and seg.tool_call_id is None:
-                role = "user"
-            mergeable = role in ("system", "user") and not seg.tool_calls
-            if out and mergeable and out[-1].role == role and not out[-1].tool_calls:
-                out[-1] = Message(role=role, content=f"{out[-1].content}\n\n{seg.text}")
-                continue
-            out.append(
-                Message(
-                    role=role,
-                    content=seg.text,
-                    tool_calls=seg.tool_calls,
-                    tool_call_id=seg.tool_call_id if role == "tool" else None,
-                )
-            )
+            fold_segment(out, seg, self.role_of(seg.provenance))
         return tuple(out)
 
     def digest(self) -> str:
-        payload = [m.model_dump(mode="json") for m in self.messages()]
-        encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return "sha256:" + hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+        return digest_of(message_json(m) for m in self.messages())
 
     def text(self) -> str:
         return "\n\n".join(seg.text for seg in self.segments)

@@ -35,9 +35,10 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 
-from budgets.estimate import CALL_OVERHEAD, MESSAGE_OVERHEAD, estimate_messages
+from budgets.estimate import CALL_OVERHEAD, MESSAGE_OVERHEAD, estimate_messages, estimate_tokens
 from harness.models.clients.convert import call_arguments_json
 from harness.models.interface import EstimatesInput, Message
+from harness.models.memo import PerMessage
 from harness.workspace.tools import ToolSpec
 
 _PIECE = re.compile(
@@ -82,18 +83,28 @@ def wire_messages_tokens(texts: Iterable[str]) -> int:
     return sum(wire_text_tokens(t) + MESSAGE_OVERHEAD for t in texts) + CALL_OVERHEAD
 
 
+def message_tokens(message: Message) -> int:
+    """Estimated tokens of one message as a provider carries it: its text and the
+    arguments of its tool calls, each with one message's framing."""
+    count = wire_text_tokens(message.content) + MESSAGE_OVERHEAD
+    for call in message.tool_calls:
+        count += wire_text_tokens(call.name + call_arguments_json(call)) + MESSAGE_OVERHEAD
+    return count
+
+
 def estimate_input(
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
     *,
     tools_overhead: int = 0,
+    counted: PerMessage[int] | None = None,
 ) -> int:
     """Estimated input tokens of one provider call: messages, earlier tool calls and
-    tool definitions, plus `tools_overhead` when tools are sent."""
-    texts = [m.content for m in messages]
-    texts += [call.name + call_arguments_json(call) for m in messages for call in m.tool_calls]
-    texts += [json.dumps(t.to_openai(), ensure_ascii=False) for t in tools]
-    return wire_messages_tokens(texts) + (tools_overhead if tools else 0)
+    tool definitions, plus `tools_overhead` when tools are sent. `counted`: the
+    conversation's memo of `message_tokens`, so a message re-sent is not counted again."""
+    per_message = counted(messages) if counted is not None else map(message_tokens, messages)
+    texts = [json.dumps(t.to_openai(), ensure_ascii=False) for t in tools]
+    return sum(per_message) + wire_messages_tokens(texts) + (tools_overhead if tools else 0)
 
 
 def input_estimate_for(
@@ -105,3 +116,22 @@ def input_estimate_for(
     if isinstance(client, EstimatesInput):
         return client.estimate_input(messages, tools)
     return estimate_messages(m.content for m in messages)
+
+
+class ConversationEstimate:
+    """`input_estimate_for` over the calls of one conversation (a run's rounds): the plain
+    estimate counts each message once (`PerMessage`), not once per call; a client with
+    its own estimate keeps its own memo (`SdkClient`)."""
+
+    def __init__(self, client: object) -> None:
+        self._client = client
+        self._plain = PerMessage(_plain_tokens)
+
+    def __call__(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
+        if isinstance(self._client, EstimatesInput):
+            return self._client.estimate_input(messages, tools)
+        return sum(self._plain(messages)) + CALL_OVERHEAD
+
+
+def _plain_tokens(message: Message) -> int:
+    return estimate_tokens(message.content)

@@ -39,7 +39,7 @@ from harness.models.clients.errors import (
     scrub,
     short,
 )
-from harness.models.clients.estimate import estimate_input
+from harness.models.clients.estimate import estimate_input, message_tokens
 from harness.models.clients.retry import (
     DEFAULT_POLICY,
     Clock,
@@ -48,6 +48,7 @@ from harness.models.clients.retry import (
     call_with_retries,
 )
 from harness.models.interface import AttemptListener, Message, ModelReply, ModelRequest, Usage
+from harness.models.memo import PerMessage
 from harness.models.secrecy import redact_reply
 from harness.secrets import register_secret
 from harness.secrets.names import url_passwords
@@ -136,6 +137,8 @@ class SdkClient:
         for password in url_passwords(base_url or ""):
             register_secret(password, "BASE_URL_PASSWORD")
         self.max_response_bytes = max_response_bytes
+        # Each round re-sends the conversation: count each message once.
+        self._counted = PerMessage(message_tokens)
         self._http = httpx2.AsyncClient(
             transport=transport,
             timeout=HTTP_TIMEOUT,
@@ -151,7 +154,9 @@ class SdkClient:
         return f"{self.provider}:{self.model}"
 
     def estimate_input(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-        return estimate_input(messages, tools, tools_overhead=self.tools_overhead)
+        return estimate_input(
+            messages, tools, tools_overhead=self.tools_overhead, counted=self._counted
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
