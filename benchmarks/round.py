@@ -16,8 +16,15 @@ Three measurements, at task data of about 1 KB, 10 KB and 100 KB:
 3. a whole run of N rounds through `run_task` (task file + agent.jsonl, the `ilh run`
    path), where the envelope grows every round by the agent's reply and the runtime's
    feedback; the per-round time is the gap between consecutive model_call records.
+4. growth: N rounds of one orchestrator whose history grows (replies, tool calls and
+   their results, feedback), the process CPU time of each `round()` measured alone, less
+   the CPU time of the record's appends (the record is measured separately, in 1 and
+   3); printed as the ratio of rounds (N-10)..N to rounds 1..10. A run whose rounds
+   cost the same whatever came before has a ratio near 1; one that re-renders its whole
+   history every round grows with N.
 
 Run: .venv/bin/python benchmarks/round.py [--rounds 200] [--reps 50] [--store-dir DIR]
+     [--only growth]
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from collections.abc import Callable
 from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from budgets.clamp import clamp
 from budgets.estimate import estimate_messages
@@ -45,7 +53,7 @@ from harness.enforce.authority import classify
 from harness.enforce.claims import read_claims
 from harness.enforce.provenance import Provenance
 from harness.inputs.task_file import Task, load_task
-from harness.models.scripted import ScriptedClient, ScriptedTurn, ScriptedUsage
+from harness.models.scripted import ScriptedCall, ScriptedClient, ScriptedTurn, ScriptedUsage
 from harness.record.events import EventKind
 from harness.record.store import RunStore
 from harness.run.orchestrator import DEFAULT_MAX_OUTPUT, Orchestrator
@@ -249,6 +257,91 @@ def whole_run(task_file: Path, store: RunStore, rounds: int) -> dict[str, float]
     }
 
 
+GROWTH_EDGE = 10
+
+
+def growth_script(rounds: int) -> list[ScriptedTurn]:
+    """A mixed history: plain replies, tool calls (a write, then reads and listings, so
+    results of both kinds come back) and a claim the runtime rejects (feedback lines)."""
+    usage = ScriptedUsage.model_validate(USAGE)
+    bad_claim = "::STATUS{@TASK|state:verified_complete|by:@AGENT|authority:proposal}"
+    turns: list[ScriptedTurn] = []
+    for n in range(rounds):
+        calls: list[ScriptedCall] = []
+        text = REPLY
+        if n == 0:
+            calls = [
+                ScriptedCall(name="write_file", arguments={"path": "notes.txt", "content": "x"})
+            ]
+        elif n % 4 == 1:
+            calls = [ScriptedCall(name="read_file", arguments={"path": "notes.txt"})]
+        elif n % 4 == 2:
+            calls = [
+                ScriptedCall(name="list_files", arguments={}),
+                ScriptedCall(name="read_file", arguments={"path": "missing.txt"}),
+            ]
+        elif n % 8 == 3:
+            text = f"{REPLY}\n\n{bad_claim}\n"
+        turns.append(ScriptedTurn(text=text, tool_calls=calls, usage=usage))
+    return turns
+
+
+def growth(task: Task, store: RunStore, rounds: int) -> list[float]:
+    """Process CPU ms of each of `rounds` rounds of one run, less its record appends."""
+    run_id = store.create_run(task.id, {"model": "scripted:bench"})
+    orchestrator = Orchestrator(
+        task=task,
+        client=ScriptedClient(growth_script(rounds), "scripted:bench"),
+        store=store,
+        run_id=run_id,
+        ledger=BudgetLedger(budgets_of(task)),
+        lifecycle=lifecycle_of(task),
+        workspace=workspace_for(store, run_id, task),
+    )
+    orchestrator.start(resume=False)
+    in_record = [0.0]
+    append = store.append
+
+    def timed_append(*args: Any, **kwargs: Any) -> Any:
+        began = time.process_time()
+        try:
+            return append(*args, **kwargs)
+        finally:
+            in_record[0] += time.process_time() - began
+
+    store.append = timed_append  # type: ignore[method-assign]
+
+    async def rounds_cpu() -> list[float]:
+        spent: list[float] = []
+        for _ in range(rounds):
+            in_record[0] = 0.0
+            began = time.process_time()
+            ended = await orchestrator.round()
+            spent.append((time.process_time() - began - in_record[0]) * 1000)
+            assert ended is None, f"the benchmark run ended early: {ended}"
+        return spent
+
+    try:
+        return asyncio.run(rounds_cpu())
+    finally:
+        del store.append
+
+
+def growth_ratio(root: Path, kb: int, rounds: int, repeats: int) -> dict[str, float]:
+    """Median over `repeats` runs of each round's CPU; the last 10 rounds' mean over the
+    first 10's."""
+    task = load_task(write_task(root / f"growth-{kb}", kb, rounds))
+    runs: list[list[float]] = []
+    for n in range(repeats):
+        with RunStore(root / f"growth-{kb}-{n}.db") as store:
+            runs.append(growth(task, store, rounds))
+    per_round = [statistics.median(column) for column in zip(*runs, strict=True)]
+    edge = min(GROWTH_EDGE, rounds)
+    first = statistics.mean(per_round[:edge])
+    last = statistics.mean(per_round[-edge:])
+    return {"first": first, "last": last, "ratio": last / first}
+
+
 def fsync_ms(folder: Path, reps: int) -> float:
     """What one small write + fsync costs on the store's disk (the floor of an append)."""
     path = folder / "fsync.probe"
@@ -262,12 +355,39 @@ def fsync_ms(folder: Path, reps: int) -> float:
         return median_ms(write, reps)
 
 
+def print_growth(root: Path, rounds: int, repeats: int) -> None:
+    edge = min(GROWTH_EDGE, rounds)
+    print(
+        f"Growth: CPU ms of one round() of a {rounds}-round run, record appends excluded "
+        f"(median of {repeats} runs per round):"
+    )
+    header = (
+        f"{'data':>6} {f'rounds 1-{edge}':>12} {f'rounds {rounds - edge + 1}-{rounds}':>16} "
+        f"{'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for kb in SIZES_KB:
+        g = growth_ratio(root, kb, rounds, repeats)
+        print(f"{kb:>4}KB {g['first']:>12.3f} {g['last']:>16.3f} {g['ratio']:>6.2f}")
+    print(
+        "  a mixed history: replies, tool calls and results, rejected claims; ratio = the\n"
+        f"  last {edge} rounds' mean CPU over the first {edge}'s (1.0: no growth)."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=200, help="rounds of the whole run")
     parser.add_argument("--reps", type=int, default=50, help="repetitions per micro-benchmark")
     parser.add_argument(
         "--store-dir", type=Path, default=None, help="where the temp store goes (default: tmp)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="runs per size of the growth measurement"
+    )
+    parser.add_argument(
+        "--only", choices=("growth",), default=None, help="print only the growth figures"
     )
     args = parser.parse_args()
     configure_logging()
@@ -281,6 +401,10 @@ def main() -> None:
             f"python {platform.python_version()} on {platform.machine()}, {platform.system()}; "
             f"one 512-byte write + fsync on this disk: {fsync_ms(root, args.reps):.3f} ms"
         )
+        print()
+        print_growth(root, args.rounds, args.repeats)
+        if args.only == "growth":
+            return
         print()
         print(
             f"Parts of one round, fixed history of {FIXED_HISTORY_ROUNDS} rounds "

@@ -10,7 +10,10 @@ that were redacted already, so this is the last check, for text that came anothe
 
 from __future__ import annotations
 
+import operator
+
 from harness.models.interface import Message, ModelReply, ModelRequest
+from harness.models.memo import PerMessage
 from harness.secrets import SecretValues, harness_secrets
 from harness.workspace.tools import ToolCall
 
@@ -36,6 +39,34 @@ def redact_request(request: ModelRequest, secrets: SecretValues | None = None) -
     if all(new is old for new, old in zip(messages, request.messages, strict=True)):
         return request
     return request.model_copy(update={"messages": messages})
+
+
+class RequestRedactor:
+    """`redact_request` for the calls of one conversation, which re-send the messages of
+    the last call and add a few: each message is redacted once (`PerMessage`) while the
+    set of known secrets stays the same; `harness_secrets()` gives a new set when it
+    changes, and then every message is redacted again. Same result as `redact_request`,
+    call for call."""
+
+    def __init__(self) -> None:
+        self._known: SecretValues | None = None
+        self._redacted = PerMessage(self._redact)
+
+    def _redact(self, message: Message) -> Message:
+        assert self._known is not None  # set before any message is redacted
+        return _message(message, self._known)
+
+    def __call__(self, request: ModelRequest, secrets: SecretValues | None = None) -> ModelRequest:
+        known = harness_secrets() if secrets is None else secrets
+        if not known:
+            return request
+        if known is not self._known:
+            self._known = known
+            self._redacted.clear()
+        messages = self._redacted(request.messages)
+        if not any(map(operator.is_not, messages, request.messages)):
+            return request
+        return request.model_copy(update={"messages": tuple(messages)})
 
 
 def _message(message: Message, known: SecretValues) -> Message:

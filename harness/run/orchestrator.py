@@ -23,7 +23,8 @@ from envelopes.declarations import BudgetKind, Objective, Rubric, State
 from envelopes.declarations.rubric import Criterion as RubricRow
 from envelopes.isolation import wrap_untrusted
 from graders.report import AUDIT_REPORT, GradeReport, GraderTokens
-from harness.context.agent import Segment, build_envelope, tool_result_segment, untrusted
+from harness.context.agent import Segment, tool_result_segment, untrusted
+from harness.context.growing import GrowingEnvelope
 from harness.enforce.authority import Proposal, classify
 from harness.enforce.claims import read_claims
 from harness.enforce.lifecycle import Lifecycle, StatusEntry
@@ -31,7 +32,7 @@ from harness.enforce.provenance import Provenance
 from harness.grading.grader import Grader, claims_from_proposals, grading_rubric
 from harness.grading.tree import GradingSources
 from harness.inputs.task_file import Task
-from harness.models.clients.estimate import input_estimate_for
+from harness.models.clients.estimate import ConversationEstimate
 from harness.models.interface import (
     AgentEnded,
     ModelAttempt,
@@ -41,7 +42,7 @@ from harness.models.interface import (
     ModelRequest,
     ReportsAttempts,
 )
-from harness.models.secrecy import redact_reply, redact_request
+from harness.models.secrecy import RequestRedactor, redact_reply
 from harness.record.events import Event, EventKind
 from harness.record.results import (
     EndedBy,
@@ -158,6 +159,13 @@ class Orchestrator:
         rubric = rubric_of(task)
         self.task_declarations = [objective.render()] + ([rubric.render()] if rubric else [])
         self.blocks = task_blocks(task)
+        # Each round renders only what the last one did not: the history is rendered,
+        # digested and checked for secrets once per segment, not once per round.
+        self.envelopes = GrowingEnvelope(
+            task_declarations=self.task_declarations, task_blocks=self.blocks
+        )
+        self.redact_request = RequestRedactor()
+        self.estimate_input = ConversationEstimate(client)
         # Every attempt, retries too, the agent's and the grader's, is recorded.
         if isinstance(client, ReportsAttempts):
             client.on_attempt = self.attempt_made
@@ -307,17 +315,12 @@ class Orchestrator:
             self.lifecycle.current_status().render(),
         ]
         asserted = ([] if self.state.runtime_lines else self.task_declarations) + round_lines
-        envelope = build_envelope(
-            task_declarations=self.task_declarations,
-            round_lines=round_lines,
-            task_blocks=self.blocks,
-            history=self.state.history,
-        )
+        envelope = self.envelopes.build(round_lines, self.state.history)
         messages = envelope.messages()
         tools = tuple(tool_specs())
         # The client's own estimate when it has one: it knows what its provider sends
         # besides the messages (tool definitions, hidden prompts).
-        estimate = input_estimate_for(self.client, messages, tools)
+        estimate = self.estimate_input(messages, tools)
         fit = clamp(self.ledger, self.max_output, estimate)
         if not fit.fits:
             return self.stop_for_budget(f"the call cannot fit in the budget: {fit.reason}")
@@ -337,7 +340,7 @@ class Orchestrator:
         try:
             # Secrets out of what is sent and of what comes back, whatever the client:
             # nothing recorded, acted on or sent next holds one (`harness.secrets`).
-            reply = redact_reply(await self.client.complete(redact_request(request)))
+            reply = redact_reply(await self.client.complete(self.redact_request(request)))
         except AgentEnded as stop:
             # No turn happened: the round and its declarations were never asserted.
             self.state.round -= 1

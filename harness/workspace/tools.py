@@ -88,14 +88,12 @@ class _Args(BaseModel):
 
 
 class ReadFileArgs(_Args):
-    path: str = Field(description="File path relative to the workspace root.")
+    path: str = Field(description="Relative to the workspace root.")
 
 
 class WriteFileArgs(_Args):
-    path: str = Field(
-        description="File path relative to the workspace root; parent folders are created."
-    )
-    content: str = Field(description="The complete new content of the file (UTF-8 text).")
+    path: str = Field(description="Relative to the workspace root.")
+    content: str = Field(description="The whole new text.")
 
 
 def _null_means_root(value: object) -> object:
@@ -104,7 +102,7 @@ def _null_means_root(value: object) -> object:
 
 
 _PathOrRoot = Annotated[str, BeforeValidator(_null_means_root)]
-_PATH_OR_ROOT_HELP = "Folder or file relative to the workspace root (default: the root)."
+_PATH_OR_ROOT_HELP = "Relative to the workspace root."
 
 
 class ListFilesArgs(_Args):
@@ -112,12 +110,12 @@ class ListFilesArgs(_Args):
 
 
 class GrepArgs(_Args):
-    pattern: str = Field(description="Python regular expression searched in each line.")
+    pattern: str = Field(description="Python regex, matched per line.")
     path: _PathOrRoot = Field(default=".", description=_PATH_OR_ROOT_HELP)
 
 
 class RunCommandArgs(_Args):
-    command: str = Field(description="Shell command, run with /bin/sh -c in the workspace.")
+    command: str = Field(description="Run by /bin/sh -c.")
 
 
 # -- public models ----------------------------------------------------------------------
@@ -196,39 +194,51 @@ _ARGS_MODELS: dict[str, type[_Args]] = {
     "run_command": RunCommandArgs,
 }
 
+# Terse on purpose: every call re-sends them (DESIGN §5's fixed prompt overhead). Each
+# keeps what the model must know to use the tool: its scope, its cap, its output's form.
 _DESCRIPTIONS: dict[str, str] = {
-    "read_file": (
-        f"Read a text file from the workspace. Shows at most {MAX_READ_BYTES} bytes; "
-        "paths are relative to the workspace root and may not leave it."
-    ),
+    "read_file": f"Read a workspace text file (first {MAX_READ_BYTES} bytes).",
     "write_file": (
-        "Create or replace a text file in the workspace with the given content, creating "
-        f"parent folders as needed. At most {MAX_WRITE_BYTES} bytes; symlinks are not "
-        "written through."
+        f"Write a whole workspace text file (max {MAX_WRITE_BYTES} bytes), making parent "
+        "folders; never through a symlink."
     ),
     "list_files": (
-        "List files and folders under a workspace folder, recursively, sorted; folders end "
-        f"with '/', symlinks show '-> target'. At most {MAX_LIST_ENTRIES} entries."
+        f"List a workspace folder recursively (default the root; max {MAX_LIST_ENTRIES}); "
+        "folders end in /."
     ),
     "grep": (
-        "Search workspace text files for a Python regular expression. Prints "
-        f"'path:line:text' for each matching line, at most {MAX_GREP_MATCHES} lines."
+        "Python-regex search of workspace text files (path default the root); prints "
+        f"path:line:text, max {MAX_GREP_MATCHES}."
     ),
     "run_command": (
-        "Run a shell command (/bin/sh -c) in the workspace folder with a time limit and a "
-        "minimal environment. Returns combined stdout and stderr (capped) and the exit code."
+        "Run a /bin/sh -c command in the workspace (time limit, minimal env); returns "
+        "stdout+stderr (capped) and the exit code."
     ),
 }
 
 
 def _parameters_schema(model: type[_Args]) -> dict[str, Any]:
-    """The model's JSON schema without pydantic's `title` noise, which providers ignore."""
-    schema = model.model_json_schema()
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        prop.pop("title", None)
-    schema.setdefault("required", [])
+    """The model's JSON schema as sent, cut to what the model needs: the properties, their
+    types and which are required. Left out, because every call re-sends them: pydantic's
+    titles, `additionalProperties: false` and defaults (the argument models refuse an
+    unknown key and fill a default themselves, with a message naming the tool), and an
+    empty `required`. A property's description is kept only where its name does not say
+    it all (the tool's description and the system contract say paths are relative to the
+    workspace root)."""
+    full = model.model_json_schema()
+    properties: dict[str, Any] = {}
+    for name, prop in full.get("properties", {}).items():
+        kept = {"type": prop["type"]}
+        if name not in _SELF_EXPLAINING:
+            kept["description"] = prop["description"]
+        properties[name] = kept
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if full.get("required"):
+        schema["required"] = list(full["required"])
     return schema
+
+
+_SELF_EXPLAINING = frozenset({"path", "content", "command", "pattern"})
 
 
 TOOL_SPECS: tuple[ToolSpec, ...] = tuple(

@@ -10,7 +10,9 @@ reaches the tool as `invalid_arguments`, as OpenAI's unparsable arguments do.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import anthropic
@@ -21,7 +23,7 @@ from harness.inputs.errors import InputError
 from harness.models.clients.convert import anthropic_messages, anthropic_tools, arguments_of
 from harness.models.clients.sdk_base import SdkClient, SdkErrors, joined_text
 from harness.models.interface import ModelReply, ModelRequest, Usage
-from harness.workspace.tools import ToolCall
+from harness.workspace.tools import ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +66,10 @@ class _Message(BaseModel):
 class AnthropicClient(SdkClient):
     provider = "anthropic"
     tools_overhead = TOOLS_OVERHEAD
+
+    @staticmethod
+    def tool_texts(tools: Sequence[ToolSpec]) -> list[str]:
+        return [json.dumps(t.to_anthropic(), ensure_ascii=False) for t in tools]
 
     def __init__(self, model: str, *, api_key: str, base_url: str | None = None, **kw: Any):
         super().__init__(model, api_key=api_key, base_url=base_url, **kw)

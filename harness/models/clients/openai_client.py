@@ -18,6 +18,7 @@ object reach the tool as `invalid_arguments`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import openai
@@ -26,9 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.inputs.errors import InputError
 from harness.models.clients.convert import arguments_of, openai_messages, openai_tools
+from harness.models.clients.estimate import typescript_tools
 from harness.models.clients.sdk_base import SdkClient, SdkErrors
 from harness.models.interface import ModelReply, ModelRequest, Usage
-from harness.workspace.tools import ToolCall
+from harness.workspace.tools import ToolCall, ToolSpec
 
 log = structlog.get_logger(__name__)
 
@@ -91,6 +93,10 @@ def tool_call_of(call: _ToolCall, index: int) -> ToolCall:
 class OpenAIClient(SdkClient):
     provider = "openai"
     tools_overhead = TOOLS_OVERHEAD
+
+    @staticmethod
+    def tool_texts(tools: Sequence[ToolSpec]) -> list[str]:
+        return [typescript_tools(tools)]
 
     def __init__(self, model: str, *, api_key: str, base_url: str | None = None, **kw: Any):
         super().__init__(model, api_key=api_key, base_url=base_url, **kw)

@@ -39,7 +39,12 @@ from harness.models.clients.errors import (
     scrub,
     short,
 )
-from harness.models.clients.estimate import estimate_input
+from harness.models.clients.estimate import (
+    estimate_input,
+    json_tools,
+    large_vocab_text_tokens,
+    message_tokens,
+)
 from harness.models.clients.retry import (
     DEFAULT_POLICY,
     Clock,
@@ -48,6 +53,7 @@ from harness.models.clients.retry import (
     call_with_retries,
 )
 from harness.models.interface import AttemptListener, Message, ModelReply, ModelRequest, Usage
+from harness.models.memo import PerMessage
 from harness.models.secrecy import redact_reply
 from harness.secrets import register_secret
 from harness.secrets.names import url_passwords
@@ -110,6 +116,16 @@ class SdkClient:
     tools_overhead = 0
     """Input tokens the provider adds when tools are sent, beyond their definitions."""
 
+    @staticmethod
+    def text_tokens(text: str) -> int:
+        """The provider family's count of a text (`harness.models.clients.estimate`)."""
+        return large_vocab_text_tokens(text)
+
+    @staticmethod
+    def tool_texts(tools: Sequence[ToolSpec]) -> list[str]:
+        """The tool definitions as the provider shows them to the model."""
+        return json_tools(tools)
+
     def __init__(
         self,
         model: str,
@@ -136,6 +152,8 @@ class SdkClient:
         for password in url_passwords(base_url or ""):
             register_secret(password, "BASE_URL_PASSWORD")
         self.max_response_bytes = max_response_bytes
+        # Each round re-sends the conversation: count each message once.
+        self._counted = PerMessage(lambda m: message_tokens(m, self.text_tokens))
         self._http = httpx2.AsyncClient(
             transport=transport,
             timeout=HTTP_TIMEOUT,
@@ -151,7 +169,14 @@ class SdkClient:
         return f"{self.provider}:{self.model}"
 
     def estimate_input(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-        return estimate_input(messages, tools, tools_overhead=self.tools_overhead)
+        return estimate_input(
+            messages,
+            tools,
+            tools_overhead=self.tools_overhead,
+            counted=self._counted,
+            text_tokens=self.text_tokens,
+            tool_texts=self.tool_texts,
+        )
 
     async def aclose(self) -> None:
         await self._http.aclose()
