@@ -81,6 +81,32 @@ def verdict_status(verdict: Verdict, missing: tuple[str, ...], score: float) -> 
     return Status(state=state, extras=extras, by=GRADER, authority=Authority.VERIFICATION)
 
 
+class CriterionRow(BaseModel):
+    """One criterion of DESIGN §6's `ilh grade` object."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    weight: float
+    result: Literal["pass", "fail", "unknown"]
+    via: Literal["tool", "model", "none"]
+    evidence: str
+    detail: str
+
+
+class GradeJSON(BaseModel):
+    """DESIGN §6's `ilh grade --json` object, exactly (its JSON Schema: `ilh schema grade`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    verdict: Literal["verified_complete", "needs_revision"]
+    score: float
+    threshold: float
+    criteria: list[CriterionRow]
+    missing: list[str]
+    status_line: str
+
+
 class GradeReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

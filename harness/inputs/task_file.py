@@ -29,7 +29,9 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
 
-Seconds = Annotated[float, BeforeValidator(parse_duration)]
+# `json_schema_input_type`: the JSON Schema (`ilh schema task`) accepts what people write
+# ("90s", "2GiB"), not only the number the validator turns it into.
+Seconds = Annotated[float, BeforeValidator(parse_duration, json_schema_input_type=float | str)]
 SingleLine = Annotated[str, Field(min_length=1, pattern=r"^[^\r\n\x00-\x08\x0b-\x1f]*$")]
 
 
@@ -152,7 +154,7 @@ class AgentSection(Strict):
     model: str = Field(pattern=r"^(anthropic|openai|local|scripted|replay):.+$")
 
 
-Bytes = Annotated[int, BeforeValidator(parse_size)]
+Bytes = Annotated[int, BeforeValidator(parse_size, json_schema_input_type=int | str)]
 
 
 class SandboxSection(Strict):
