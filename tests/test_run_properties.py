@@ -548,6 +548,13 @@ def attached_violations(events: Sequence[Event]) -> list[tuple[Event, list[Event
         mine: list[Event] = []
         j = i + 1
         while j < len(events) and events[j].kind == EventKind.VIOLATION:
+            follows = events[j + 1] if j + 1 < len(events) else None
+            if (
+                events[j].payload["kind"] == "budget_exhausted"
+                and follows is not None
+                and follows.kind == EventKind.PROPOSAL
+            ):
+                break  # recorded right before the next proposal: that one's (see below)
             mine.append(events[j])
             j += 1
         before = events[i - 1]

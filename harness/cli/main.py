@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "lint": ("harness.cli.lint", "lint", "Lint iLang text with the spec's error codes."),
     "run": ("harness.cli.run", "run", "Run an agent task under enforced iLang v4 semantics."),
     "runs": ("harness.cli.runs", "runs", "Inspect the run record."),
+    "view": ("harness.cli.view", "view", "Show a run as a self-contained HTML report."),
     "schema": (
         "harness.cli.schema",
         "schema",

@@ -60,3 +60,11 @@ def checked_base_url(ctx: click.Context, param: click.Parameter, value: str | No
 
 def base_url_option(help_text: str) -> Callable[[FC], FC]:
     return click.option("--base-url", metavar="URL", help=help_text, callback=checked_base_url)
+
+
+OTEL_OPTION = click.option(
+    "--otel",
+    metavar="TARGET",
+    help="Export OpenTelemetry traces (GenAI conventions): `console` (stderr) or an "
+    "OTLP/HTTP endpoint URL. Needs the `otel` extra.",
+)

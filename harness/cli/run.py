@@ -15,6 +15,7 @@ from harness.cli.errors import EXIT_BAD_INPUT, BadInput
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
+    OTEL_OPTION,
     SANDBOX_OPTION,
     base_url_option,
     sandbox_overrides,
@@ -30,6 +31,7 @@ from harness.run.progress import live_progress, summary
 from harness.run.resume import resume_run
 from harness.run.setup import default_store, run_task
 from harness.secrets import harness_secrets
+from harness.telemetry.export import exporting
 from harness.workspace.interrupts import immediate_interrupts
 from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 
@@ -178,6 +180,7 @@ def execute_many(
     help="With several TASK_FILEs: how many run at once.",
 )
 @SANDBOX_OPTION
+@OTEL_OPTION
 @NETWORK_OPTION
 def run(
     task_files: tuple[Path, ...],
@@ -191,6 +194,7 @@ def run(
     concurrency: int,
     sandbox_mode: str | None,
     network: str | None,
+    otel: str | None,
 ) -> None:
     """Run TASK_FILE under enforced iLang v4 semantics.
 
@@ -204,7 +208,7 @@ def run(
     options = ClientOptions(base_url=base_url, record=record_path)
     sandbox = sandbox_overrides(sandbox_mode, network)
     try:
-        with immediate_interrupts():
+        with immediate_interrupts(), exporting(otel):
             if len(task_files) > 1:
                 results = execute_many(
                     task_files,

@@ -54,6 +54,7 @@ from harness.grading.tree import (
     check_scripts,
     runner_paths,
 )
+from harness.telemetry import span
 from harness.workspace.commands import run_shell
 from harness.workspace.sandbox import SANDBOX_WORKDIR, Mount, SandboxPolicy
 
@@ -77,10 +78,15 @@ class CheckRunner:
     def __call__(self, criterion: GradingCriterion, timeout_s: float) -> RunnerOutcome:
         # Resolved: the runner reports real paths, matched against the tree's.
         scratch = Path(tempfile.mkdtemp(prefix="ilh-grade-")).resolve()
-        try:
-            return self._check(criterion, timeout_s, scratch)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        # The span names the criterion only: a hidden check's command stays the grader's.
+        with span("ilh.grader.check", {"ilh.criterion.id": criterion.id}) as current:
+            try:
+                outcome = self._check(criterion, timeout_s, scratch)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+            current.set_attribute("ilh.check.exit_code", outcome.exit_code)
+            current.set_attribute("ilh.check.timed_out", outcome.timed_out)
+            return outcome
 
     # ------------------------------------------------------------------ one check
     def _check(self, criterion: GradingCriterion, timeout_s: float, scratch: Path) -> RunnerOutcome:

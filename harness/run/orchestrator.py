@@ -54,6 +54,7 @@ from harness.record.results import (
 )
 from harness.record.store import RunStore, Staged
 from harness.secrets import harness_secrets
+from harness.telemetry import AttributeValue, provider_system, span
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import CONFINED, SandboxPolicy, sandbox_report
 from harness.workspace.tools import ToolCall, ToolResult, dispatch, tool_specs
@@ -246,6 +247,18 @@ class Orchestrator:
             self.submit_staged()
 
     async def run_rounds(self, resume: bool) -> RunResult:
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": self.task.id,
+            "ilh.run.id": self.run_id,
+            "ilh.resumed": resume,
+        }
+        with span(f"invoke_agent {self.task.id}", attributes) as current:
+            result = await self.rounds_of(resume)
+            current.set_attribute("ilh.ended_by", result.ended_by)
+            return result
+
+    async def rounds_of(self, resume: bool) -> RunResult:
         ended = self.start(resume)
         if ended is None and self.lifecycle.state is State.CLAIMED_COMPLETE:
             # Resumed with a claim the grader never answered (killed in between): grade it.
@@ -300,6 +313,10 @@ class Orchestrator:
         return "budget"
 
     async def round(self) -> EndedBy | None:
+        with span("ilh.round", {"ilh.round": self.state.round + 1, "ilh.run.id": self.run_id}):
+            return await self.one_round()
+
+    async def one_round(self) -> EndedBy | None:
         # A cancellation point: Ctrl-C (asyncio cancels the run's task) takes effect
         # between rounds even when nothing else in the round awaits (a scripted model).
         await asyncio.sleep(0)
@@ -340,7 +357,7 @@ class Orchestrator:
         try:
             # Secrets out of what is sent and of what comes back, whatever the client:
             # nothing recorded, acted on or sent next holds one (`harness.secrets`).
-            reply = redact_reply(await self.client.complete(self.redact_request(request)))
+            reply = await self.call_model(request)
         except AgentEnded as stop:
             # No turn happened: the round and its declarations were never asserted.
             self.state.round -= 1
@@ -511,7 +528,34 @@ class Orchestrator:
         }
 
     # -------------------------------------------------------------------- tools
+    async def call_model(self, request: ModelRequest) -> ModelReply:
+        """One model call, in a GenAI `chat` span (token usage, finish reason)."""
+        model = self.client.name
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system": provider_system(model),
+            "gen_ai.request.model": model,
+            "gen_ai.request.max_tokens": request.max_output_tokens,
+        }
+        with span(f"chat {model}", attributes) as current:
+            reply = redact_reply(await self.client.complete(self.redact_request(request)))
+            current.set_attribute("gen_ai.usage.input_tokens", reply.usage.input_tokens)
+            current.set_attribute("gen_ai.usage.output_tokens", reply.usage.output_tokens)
+            current.set_attribute("gen_ai.response.finish_reasons", (reply.stop_reason,))
+            return reply
+
     async def run_tool(self, call: ToolCall) -> ToolResult:
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+        }
+        with span(f"execute_tool {call.name}", attributes) as current:
+            result = await self.tool_result(call)
+            current.set_attribute("ilh.tool.ok", result.ok)
+            return result
+
+    async def tool_result(self, call: ToolCall) -> ToolResult:
         time_left = self.ledger.room(BudgetKind.TIME)
         timeout = (
             min(DEFAULT_TOOL_TIMEOUT_S, time_left)

@@ -1,0 +1,206 @@
+"""The Python API: what `ilh run`, `ilh grade`, `ilh certify` and `ilh lint` do, as typed
+functions that return the result instead of printing it.
+
+    from harness.api import run_task, grade, certify, lint
+
+    result = run_task("examples/honest/task.toml")          # RunResult
+    report = grade("examples/grade_true/task.toml", "examples/grade_true/workspace")
+    cert = certify("handoff.md", role="implementer", sources=["project"])
+    findings = lint("[READ:@FILE|path=a.txt]")              # list of Finding
+
+Each has an async twin (`run_task_async`, `grade_async`, `certify_async`) for callers
+that already run an event loop. Bad input raises `harness.inputs.errors.InputError` (with
+its location and code), exactly what the CLI reports with exit 2.
+
+Nothing is written to stdout: unless the caller configured structlog, the harness's log
+lines go to stderr at WARNING and above (the CLI's default), never to the caller's
+output. Paths are relative to the current folder; a model URI's file (`scripted:`,
+`replay:`) too, as on the command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import structlog
+
+from envelopes.errors import Finding
+from envelopes.lint import lint_text
+from graders.report import GradeReport
+from harness.certify.certificate import Certificate
+from harness.certify.contract import NO_ANSWERS, Flags, declare, load_answers
+from harness.certify.gate import NoGate
+from harness.certify.lexicon import load_lexicon
+from harness.certify.loop import Certifier, Request
+from harness.certify.refuter import RefuterBudget
+from harness.inputs.task_file import load_task
+from harness.models.clients.options import ClientOptions
+from harness.models.interface import ModelClient
+from harness.record.results import RunResult
+from harness.record.store import RunStore
+from harness.run.grade_job import grade_task
+from harness.run.setup import client_from_uri, close_client
+from harness.run.setup import run_task as _run_task
+from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
+
+__all__ = [
+    "Certificate",
+    "Finding",
+    "GradeReport",
+    "RunResult",
+    "SandboxOverrides",
+    "certify",
+    "certify_async",
+    "grade",
+    "grade_async",
+    "lint",
+    "run_task",
+    "run_task_async",
+]
+
+PathLike = str | Path
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def quiet_logging() -> None:
+    """Log lines to stderr, WARNING and above, unless the caller configured structlog."""
+    if structlog.is_configured():
+        return
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def _store(store: PathLike | None) -> RunStore:
+    return RunStore(Path(store) if store is not None else Path(".ilh") / "runs.db")
+
+
+async def run_task_async(
+    task: PathLike,
+    *,
+    model: str | None = None,
+    store: PathLike | None = None,
+    grader_model: str | None = None,
+    base_url: str | None = None,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
+) -> RunResult:
+    """`ilh run TASK`: the run's result (DESIGN §6), recorded in `store` (default
+    `.ilh/runs.db`). `model` overrides the task's `[agent] model`."""
+    quiet_logging()
+    loaded = load_task(Path(task))
+    with _store(store) as runs:
+        return await _run_task(
+            loaded,
+            runs,
+            model=model,
+            grader_model=grader_model,
+            options=ClientOptions(base_url=base_url),
+            sandbox=sandbox,
+        )
+
+
+async def grade_async(
+    task: PathLike,
+    workspace: PathLike,
+    *,
+    claim: PathLike | None = None,
+    grader_model: str | None = None,
+    baseline: PathLike | None = None,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
+) -> GradeReport:
+    """`ilh grade TASK --workspace DIR`: the grader's report (`report.design_json()` is
+    DESIGN §6's object; `report.verdict` is `verified_complete` or `needs_revision`)."""
+    quiet_logging()
+    report, _, _ = await grade_task(
+        Path(task),
+        Path(workspace),
+        Path(claim) if claim is not None else None,
+        grader_model,
+        Path(baseline) if baseline is not None else None,
+        sandbox,
+    )
+    return report
+
+
+async def certify_async(
+    target: str,
+    *,
+    role: str,
+    sources: Sequence[str] = (),
+    verify: Sequence[str] = (),
+    scope: str | None = None,
+    stop: str | None = None,
+    activity: str | None = None,
+    utterance: Sequence[str] = (),
+    model: str | None = None,
+    answers: PathLike | None = None,
+    apply: bool = False,
+    store: PathLike | None = None,
+    refuter_budget: RefuterBudget | None = None,
+) -> Certificate:
+    """`ilh certify TARGET --role ROLE --non-interactive`: the Certificate (its
+    `certified` says the outcome). Without `model` the realization is lint-fallback."""
+    quiet_logging()
+    cwd = Path.cwd()
+    flags = Flags(
+        target=target,
+        role=role,
+        activity=activity,
+        sources=tuple(sources),
+        verify=tuple(verify),
+        scope=scope,
+        stop=stop,
+        utterance=tuple(utterance),
+    )
+    given, contract = declare(flags, None, cwd)
+    client: ModelClient | None = None
+    if model:
+        client = client_from_uri(model, lambda rest: (cwd / rest).resolve())
+    try:
+        with _store(store) as runs:
+            request = Request(
+                target=given,
+                contract=contract,
+                cwd=cwd,
+                lexicon=load_lexicon(),
+                gate=NoGate(),
+                answers=load_answers(Path(answers)) if answers is not None else NO_ANSWERS,
+                apply=apply,
+                client=client,
+                model_uri=model,
+                budget=refuter_budget or RefuterBudget(),
+                store=runs,
+            )
+            return await Certifier(request).run()
+    finally:
+        if client is not None:
+            await close_client(client)
+
+
+def _blocking(function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
+    """The async function for callers without an event loop: same signature, same types."""
+
+    @functools.wraps(function)
+    def blocking(*args: P.args, **kwargs: P.kwargs) -> R:
+        return asyncio.run(function(*args, **kwargs))
+
+    return blocking
+
+
+run_task = _blocking(run_task_async)
+grade = _blocking(grade_async)
+certify = _blocking(certify_async)
+
+
+def lint(text: str, name: str = "<text>") -> list[Finding]:
+    """`ilh lint`: the diagnostics of iLang `text` (each with line, col, code, severity)."""
+    return lint_text(text, name)

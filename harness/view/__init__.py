@@ -1,0 +1,1 @@
+"""Run reports for people: one self-contained HTML page per run (`ilh view`)."""

@@ -1,0 +1,230 @@
+"""A run as one self-contained HTML page (`ilh view RUN`): no script, no CDN, styles
+inline, every piece of recorded text escaped.
+
+What it shows, from the run record alone: the status history as a timeline; each round
+with the runtime's lines, the agent's text and tool calls, and the tool output (marked
+untrusted: it reached the model inside an `::UNTRUSTED` block); the proposals with their
+dispositions; the violations; the budgets as bars, per round; the grader's criteria and
+evidence; for a certification, its steps and findings. Secrets are redacted again on the
+way out (a record made before a secret was known).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from html import escape
+from typing import Any
+
+from harness.record.events import Event, EventKind, RunSummary
+from harness.secrets import harness_secrets
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
+header{background:#1d2330;color:#fff;padding:16px 24px}
+header h1{margin:0 0 4px;font-size:18px}
+main{padding:16px 24px;max-width:1100px}
+section{background:#fff;border:1px solid #dde1e8;border-radius:6px;margin:0 0 16px;
+ padding:12px 16px}
+h2{font-size:15px;margin:0 0 8px}
+code,pre{font:12px/1.4 ui-monospace,monospace}
+pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;padding:6px 8px;background:#f1f3f6}
+.untrusted{border-left:4px solid #d9822b;background:#fff7ee}
+.untrusted::before{content:"untrusted: tool output";display:block;font:600 11px system-ui;
+ color:#a45a12;margin-bottom:2px}
+.agent{border-left:4px solid #3b6fd8}
+.runtime{border-left:4px solid #6b7280;background:#f3f4f6}
+.timeline{list-style:none;margin:0;padding:0}
+.timeline li{padding:2px 0 2px 14px;border-left:2px solid #3b6fd8;margin-left:4px}
+table{border-collapse:collapse;width:100%}
+td,th{border-bottom:1px solid #e5e7eb;padding:4px 6px;text-align:left;vertical-align:top}
+.accepted,.pass{color:#137333}.downgraded,.unknown{color:#a45a12}
+.rejected,.fail,.violation{color:#b3261e}
+.bar{height:10px;background:#e5e7eb;border-radius:5px;overflow:hidden;min-width:160px}
+.bar span{display:block;height:100%;background:#3b6fd8}
+.bar span.over{background:#b3261e}
+.round{border-top:1px dashed #cfd4dc;padding-top:8px;margin-top:8px}
+"""
+
+
+def _text(value: object) -> str:
+    return escape(harness_secrets().redact(str(value)))
+
+
+def _pre(value: object, css: str = "") -> str:
+    return f'<pre class="{css}">{_text(value)}</pre>' if str(value).strip() else ""
+
+
+def render_run(summary: RunSummary, events: Sequence[Event]) -> str:
+    """The HTML page of one run."""
+    ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
+    result: dict[str, Any] = (ended.payload.get("result") or {}) if ended else {}
+    final = result.get("final") or {}
+    parts = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f"<title>ilh run {escape(summary.run_id)}</title><style>{_STYLE}</style></head><body>",
+        f'<header><h1>run <code id="run-id">{escape(summary.run_id)}</code> · task '
+        f"{_text(summary.task_id)}</h1>",
+        f'<div id="ended-by">ended by {_text(result.get("ended_by", "—"))}</div>',
+        f'<div id="final"><code>{_text(final.get("line", ""))}</code></div>',
+        f"<div>record: {_text(summary.record)} · {summary.events} events</div></header><main>",
+        _timeline(events),
+        _budgets(events),
+        _rounds(events),
+        _proposals(events),
+        _violations(events),
+        _grader(events),
+        _certification(events),
+        "</main></body></html>",
+    ]
+    return "".join(p for p in parts if p)
+
+
+def _timeline(events: Sequence[Event]) -> str:
+    items = [
+        f"<li>round {e.round}: <code>{_text(e.payload.get('line'))}</code></li>"
+        for e in events
+        if e.kind is EventKind.STATE_CHANGE
+    ]
+    if not items:
+        return ""
+    body = "".join(items)
+    return (
+        f'<section id="timeline"><h2>Status history</h2><ul class="timeline">{body}</ul></section>'
+    )
+
+
+def _budgets(events: Sequence[Event]) -> str:
+    snapshots = [e for e in events if e.kind is EventKind.BUDGET_SNAPSHOT]
+    if not snapshots:
+        return ""
+    rows = []
+    for snap in snapshots:
+        for row in snap.payload.get("budgets", []):
+            limit = float(row.get("limit") or 0)
+            used = float(row.get("used") or 0)
+            share = min(100.0, 100.0 * used / limit) if limit > 0 else 0.0
+            over = " over" if used > limit else ""
+            rows.append(
+                f"<tr><td>{snap.round}</td><td>{_text(row.get('kind'))}</td>"
+                f"<td>{used:g} / {limit:g}</td><td><div class=bar>"
+                f'<span class="{over.strip()}" style="width:{share:.1f}%"></span></div></td></tr>'
+            )
+    head = "<tr><th>round</th><th>budget</th><th>used / limit</th><th></th></tr>"
+    return f'<section id="budgets"><h2>Budgets</h2><table>{head}{"".join(rows)}</table></section>'
+
+
+def _rounds(events: Sequence[Event]) -> str:
+    out = []
+    for e in events:
+        data = e.payload
+        if e.kind is EventKind.MODEL_CALL:
+            calls = "".join(
+                f"<li><code>{_text(c.get('name'))}</code> "
+                f"<code>{_text(json.dumps(c.get('arguments', {}), ensure_ascii=False))}</code></li>"
+                for c in data.get("tool_calls", [])
+                if isinstance(c, dict)
+            )
+            lines = "\n".join(str(x) for x in data.get("runtime_lines", []))
+            usage = data.get("usage") or {}
+            out.append(
+                f'<div class="round" data-round="{e.round}"><strong>round {e.round}</strong> · '
+                f"{_text(data.get('model'))} · {usage.get('input_tokens', '?')} in / "
+                f"{usage.get('output_tokens', '?')} out"
+                f"{_pre(lines, 'runtime')}{_pre(data.get('text', ''), 'agent')}"
+                f"{'<ul class=calls>' + calls + '</ul>' if calls else ''}</div>"
+            )
+        elif e.kind is EventKind.TOOL_CALL:
+            call = data.get("call") if isinstance(data.get("call"), dict) else {}
+            name = call.get("name") if isinstance(call, dict) else "?"
+            mark = "ok" if data.get("ok") else "error"
+            out.append(
+                f'<div class="tool"><code>{_text(name)}</code> {mark}'
+                f"{_pre(data.get('output', ''), 'untrusted')}</div>"
+            )
+    if not out:
+        return ""
+    return f'<section id="rounds"><h2>Rounds</h2>{"".join(out)}</section>'
+
+
+def _proposals(events: Sequence[Event]) -> str:
+    rows = [
+        f'<tr class="{escape(str(e.payload.get("disposition")))}"><td>{e.round}</td>'
+        f"<td>{_text(e.payload.get('disposition'))}</td>"
+        f"<td><code>{_text(e.payload.get('line'))}</code></td>"
+        f"<td>{_text(e.payload.get('why', ''))}</td></tr>"
+        for e in events
+        if e.kind is EventKind.PROPOSAL
+    ]
+    if not rows:
+        return ""
+    head = "<tr><th>round</th><th>disposition</th><th>as the agent wrote it</th><th>why</th></tr>"
+    return (
+        f'<section id="proposals"><h2>Proposals</h2><table>{head}{"".join(rows)}</table></section>'
+    )
+
+
+def _violations(events: Sequence[Event]) -> str:
+    rows = [
+        f'<tr class="violation"><td>{e.round}</td><td>{_text(e.payload.get("kind"))}</td>'
+        f"<td>{_text(e.payload.get('detail'))}</td></tr>"
+        for e in events
+        if e.kind is EventKind.VIOLATION
+    ]
+    body = "".join(rows) or "<tr><td colspan=3>none</td></tr>"
+    return f'<section id="violations"><h2>Violations</h2><table>{body}</table></section>'
+
+
+def _grader(events: Sequence[Event]) -> str:
+    gradings = [e for e in events if e.kind is EventKind.GRADER_RESULT]
+    if not gradings:
+        return ""
+    out = []
+    for g in gradings:
+        data = g.payload
+        rows = "".join(
+            f'<tr class="{escape(str(c.get("result")))}"><td>{_text(c.get("id"))}</td>'
+            f"<td>{_text(c.get('result'))}</td><td>{_text(c.get('via'))}</td>"
+            f"<td>{_text(c.get('evidence', ''))}</td><td>{_text(c.get('detail', ''))}</td></tr>"
+            for c in data.get("criteria", [])
+            if isinstance(c, dict)
+        )
+        out.append(
+            f"<p>round {g.round}: <strong>{_text(data.get('verdict'))}</strong> score "
+            f"{_text(data.get('score'))} / {_text(data.get('threshold'))}</p>"
+            "<table><tr><th>criterion</th><th>result</th><th>via</th><th>evidence</th>"
+            f"<th>detail</th></tr>{rows}</table>"
+        )
+    return f'<section id="grader"><h2>Grader</h2>{"".join(out)}</section>'
+
+
+def _certification(events: Sequence[Event]) -> str:
+    steps = [
+        f"<li><strong>{_text(e.payload.get('phase', 'note'))}</strong> "
+        f"{_text(e.payload['summary'])}</li>"
+        for e in events
+        if e.kind is EventKind.NOTE and isinstance(e.payload.get("summary"), str)
+    ]
+    ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
+    result = ended.payload.get("result") if ended else None
+    residuals = result.get("residuals", []) if isinstance(result, dict) else []
+    if not steps and not residuals:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{_text(r['finding'].get('quoted_token'))}</code></td>"
+        f"<td>{_text(r['finding'].get('location'))}</td>"
+        f"<td>{_text(r['finding'].get('category'))}</td>"
+        f"<td>{_text(r['finding'].get('why_unresolvable'))}</td></tr>"
+        for r in residuals
+        if isinstance(r, dict) and isinstance(r.get("finding"), dict)
+    )
+    table = (
+        "<table><tr><th>token</th><th>location</th><th>category</th><th>why</th></tr>"
+        f"{rows}</table>"
+        if rows
+        else ""
+    )
+    return (
+        f'<section id="certification"><h2>Certification</h2><ul>{"".join(steps)}</ul>'
+        f"{table}</section>"
+    )
