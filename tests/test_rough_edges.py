@@ -204,3 +204,20 @@ def test_the_readme_grading_commands_work_as_written(monkeypatch: pytest.MonkeyP
         "--claim", "examples/grade_true_looking/claim.txt",
     )  # fmt: skip
     assert looking.exit_code == 1 and "needs_revision" in looking.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "where"),
+    [
+        (["run", "--bogus"], "--bogus"),
+        (["run", "--concurrency", "x"], "--concurrency"),
+        (["schema", "bogus"], "NAME"),
+        (["bogus"], "ilh"),
+    ],
+)
+def test_bad_usage_is_one_line_in_the_same_format(argv: list[str], where: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", *argv], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"error {where}: E303 "), done.stderr

@@ -52,6 +52,7 @@ from harness.certify.contract import Contract
 from harness.certify.reach import SKIPPED_DIRS
 from harness.context.agent import Envelope, Segment, tool_result_segment
 from harness.enforce.provenance import Provenance
+from harness.models.call_record import call_payload
 from harness.models.clients.estimate import input_estimate_for
 from harness.models.interface import AgentEnded, ModelCallError, ModelClient, ModelRequest, Role
 from harness.record.events import EventKind
@@ -425,16 +426,10 @@ class RefuterSession:
             self.record(
                 EventKind.MODEL_CALL,
                 {
-                    "model": self.client.name,
+                    **call_payload(
+                        self.client.name, envelope.digest(), request, estimate, reply, began
+                    ),
                     "role": "refuter",
-                    "envelope_digest": envelope.digest(),
-                    "max_output_tokens": request.max_output_tokens,
-                    "input_estimate": estimate,
-                    "usage": reply.usage.model_dump(),
-                    "latency_s": round(time.monotonic() - began, 6),
-                    "stop_reason": reply.stop_reason,
-                    "text": reply.text,
-                    "tool_calls": [c.model_dump() for c in reply.tool_calls],
                 },
                 self.calls,
             )

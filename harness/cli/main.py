@@ -62,6 +62,34 @@ def ilh() -> None:
     configure_logging()
 
 
+def usage_location(err: click.UsageError) -> str:
+    """Where bad usage is: the option or argument at fault, else the command."""
+    param = getattr(err, "param", None)  # only BadParameter and its kind carry one
+    if isinstance(param, click.Option) and param.opts:
+        return param.opts[0]
+    if isinstance(param, click.Parameter):
+        return param.human_readable_name
+    option = getattr(err, "option_name", None)  # NoSuchOption, BadOptionUsage
+    if isinstance(option, str) and option:
+        return option
+    return err.ctx.command_path if err.ctx is not None else "ilh"
+
+
 def main() -> None:
-    # click reports bad usage with exit status 2 and no traceback, as DESIGN §7 asks.
-    ilh.main(args=sys.argv[1:], prog_name="ilh")
+    """Bad usage is exit 2 with no traceback (DESIGN §7), in the one format every command
+    uses for bad input (`harness.cli.errors`): `error WHERE: E303 message`."""
+    try:
+        returned = ilh.main(args=sys.argv[1:], prog_name="ilh", standalone_mode=False)
+    except click.UsageError as err:
+        click.echo(f"error {usage_location(err)}: E303 {err.format_message()}", err=True)
+        if err.ctx is not None:
+            click.echo(f"(`{err.ctx.command_path} --help` shows the usage)", err=True)
+        sys.exit(2)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except click.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    if isinstance(returned, int):  # `--help`, `--version`: click's own exit status
+        sys.exit(returned)

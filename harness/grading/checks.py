@@ -36,6 +36,7 @@ from graders.criteria import GradingCriterion
 from graders.runners import (
     CHECKS_VARIABLE,
     RunnerCall,
+    RunVerdict,
     Selection,
     expand_checks,
     judge_run,
@@ -55,7 +56,7 @@ from harness.grading.tree import (
     runner_paths,
 )
 from harness.telemetry import span
-from harness.workspace.commands import run_shell
+from harness.workspace.commands import CommandResult, run_shell
 from harness.workspace.sandbox import SANDBOX_WORKDIR, Mount, SandboxPolicy
 
 #: The harness's runner (`ilh_runner.py`) and its empty pytest configuration.
@@ -116,13 +117,7 @@ class CheckRunner:
             done = run_shell(
                 command, tree, timeout_s, env, sandbox=self.sandbox, mounts=mounts, writable=True
             )
-            return RunnerOutcome(
-                exit_code=done.exit_code,
-                output=done.output,
-                timed_out=done.timed_out,
-                duration_s=done.duration_s,
-                truncated=done.truncated,
-            )
+            return _outcome(done)
 
         # The tests that must run are read before the check runs, from the snapshots
         # (or, with no template, from the tree as the user gave it).
@@ -153,15 +148,7 @@ class CheckRunner:
             junit=junit_counts(reports / "junit.xml"),
             junit_sha256=_digest(reports / "junit.xml"),
         )
-        return RunnerOutcome(
-            exit_code=done.exit_code,
-            output=done.output,
-            timed_out=done.timed_out,
-            duration_s=done.duration_s,
-            truncated=done.truncated,
-            verdict=verdict,
-            runner=call.kind,
-        )
+        return _outcome(done, verdict=verdict, runner=call.kind)
 
     def _runner_call(self, criterion: GradingCriterion, checks_at: str | None) -> RunnerCall | None:
         def expand(text: str) -> str:
@@ -179,6 +166,21 @@ class CheckRunner:
         if criterion.run is not None:
             return runner_call(criterion.run, checks_at)
         return None
+
+
+def _outcome(
+    done: CommandResult, verdict: RunVerdict | None = None, runner: str | None = None
+) -> RunnerOutcome:
+    """The command's outcome as the grader reports it (plus a runner's verdict)."""
+    return RunnerOutcome(
+        exit_code=done.exit_code,
+        output=done.output,
+        timed_out=done.timed_out,
+        duration_s=done.duration_s,
+        truncated=done.truncated,
+        verdict=verdict,
+        runner=runner,
+    )
 
 
 def _is_folder(target: str, mounted: Mapping[str, Path | None], tree: Path) -> bool:

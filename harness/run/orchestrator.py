@@ -32,6 +32,7 @@ from harness.enforce.provenance import Provenance
 from harness.grading.grader import Grader, claims_from_proposals, grading_rubric
 from harness.grading.tree import GradingSources
 from harness.inputs.task_file import Task
+from harness.models.call_record import call_payload
 from harness.models.clients.estimate import ConversationEstimate
 from harness.models.interface import (
     AgentEnded,
@@ -373,15 +374,9 @@ class Orchestrator:
         self.record(
             EventKind.MODEL_CALL,
             {
-                "model": self.client.name,
-                "envelope_digest": envelope.digest(),
-                "max_output_tokens": request.max_output_tokens,
-                "input_estimate": estimate,
-                "usage": reply.usage.model_dump(),
-                "latency_s": round(time.monotonic() - began, 6),
-                "stop_reason": reply.stop_reason,
-                "text": reply.text,
-                "tool_calls": [c.model_dump() for c in reply.tool_calls],
+                **call_payload(
+                    self.client.name, envelope.digest(), request, estimate, reply, began
+                ),
                 "runtime_lines": asserted,
             },
         )
