@@ -19,6 +19,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import NamedTuple
 
+from harness.workspace.leftovers import sweep_once
+
 _V1 = Path("/sys/fs/cgroup")
 _V2_CANDIDATES = (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
 _names = itertools.count()
@@ -64,6 +66,7 @@ def make_groups(processes: int, memory: int) -> list[Group]:
     when a controller that exists cannot be used. Remove them with `remove_groups`."""
     if os.geteuid() != 0:
         return []
+    sweep_once([_V1 / "pids", _V1 / "memory", *_V2_CANDIDATES])
     with _names_lock:
         name = f"ilh-{os.getpid()}-{next(_names)}-{uuid.uuid4().hex[:12]}"
     plan: list[tuple[Path, tuple[str, ...], bool]] = []

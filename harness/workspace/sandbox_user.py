@@ -118,7 +118,7 @@ class Stage:
         if not self._user.switch:
             return str(source)
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="ilh-stage-"))
+            self._dir = Path(tempfile.mkdtemp(prefix=f"ilh-stage-{os.getpid()}-"))
             os.chmod(self._dir, 0o711)
         target = self._dir / str(len(self._binds))
         if source.is_dir():
