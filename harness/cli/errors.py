@@ -52,10 +52,7 @@ def reader_may_leave() -> Iterator[None]:
     try:
         yield
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        with suppress(OSError):
-            os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _stdout_to_devnull()
 
 
 class ReportConsole(Console):
@@ -64,7 +61,12 @@ class ReportConsole(Console):
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        with suppress(OSError):
-            os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        _stdout_to_devnull()
+
+
+def _stdout_to_devnull() -> None:
+    """The reader is gone: what is still written (and the final flush) goes nowhere."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with suppress(OSError):
+        os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)

@@ -13,6 +13,8 @@ import threading
 from contextlib import suppress
 from pathlib import Path
 
+from harness.workspace.sandbox_user import remove_stage
+
 _GROUP = re.compile(r"^ilh-(\d+)-")
 _STAGE = re.compile(r"^ilh-stage-(\d+)-")
 _swept = False
@@ -50,14 +52,8 @@ def sweep(cgroup_roots: list[Path], temp: Path | None = None) -> int:
     with suppress(OSError):
         for entry in os.scandir(folder):
             if entry.is_dir(follow_symlinks=False) and _dead_owner(entry.name, _STAGE):
-                with suppress(OSError):
-                    for child in os.scandir(entry.path):
-                        if child.is_dir(follow_symlinks=False):
-                            os.rmdir(child.path)
-                        else:
-                            os.unlink(child.path)
-                    os.rmdir(entry.path)
-                    removed += 1
+                remove_stage(entry.path)
+                removed += not os.path.lexists(entry.path)
     return removed
 
 

@@ -202,12 +202,6 @@ def _probe(bwrap: Path) -> str | None:
     argv += ["--proc", "/proc", "--dev", "/dev", "--", "/bin/true"]
     user = sandbox_user()
 
-    def switch() -> None:
-        if user.switch:
-            os.setgroups([])
-            os.setresgid(user.gid, user.gid, user.gid)
-            os.setresuid(user.uid, user.uid, user.uid)
-
     try:
         done = subprocess.run(
             argv,
@@ -215,7 +209,7 @@ def _probe(bwrap: Path) -> str | None:
             timeout=30,
             stdin=subprocess.DEVNULL,
             check=False,
-            preexec_fn=switch,  # only system calls, as in confined_process
+            preexec_fn=user.become,  # only system calls, as in confined_process
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{bwrap} cannot run: {exc}"
@@ -502,10 +496,7 @@ def confined_process(
                 resource.setrlimit(which, (value, value))
             mount_stage()
             join_keyring()
-            if user.switch:
-                os.setgroups([])
-                os.setresgid(user.gid, user.gid, user.gid)
-                os.setresuid(user.uid, user.uid, user.uid)
+            user.become()
 
         yield Confinement(
             argv=["bwrap", "--args", str(args_fd)],

@@ -45,6 +45,14 @@ class SandboxUser(NamedTuple):
     gid: int
     switch: bool
 
+    def become(self) -> None:
+        """In a child between fork and exec: drop to this user (no-op when it is the
+        harness's own). Only system calls, safe there."""
+        if self.switch:
+            os.setgroups([])
+            os.setresgid(self.gid, self.gid, self.gid)
+            os.setresuid(self.uid, self.uid, self.uid)
+
 
 def sandbox_user() -> SandboxUser:
     """The harness's own user, or, for a root harness, the unprivileged sandbox user."""
@@ -155,14 +163,19 @@ class Stage:
         """Remove the staging folders (their mounts ended with the child's namespace)."""
         if self._dir is None:
             return
-        # Never recursive: were a bind ever left on a staged folder, a recursive removal
-        # would delete the workspace through it; rmdir of a non-empty folder just fails.
-        for entry in os.scandir(self._dir):
+        remove_stage(self._dir)
+        self._dir = None
+
+
+def remove_stage(folder: Path | str) -> None:
+    """Remove a staging folder and its (empty) mount points. Never recursive: were a bind
+    ever left on a staged folder, a recursive removal would delete the workspace through
+    it; rmdir of a non-empty folder just fails."""
+    with suppress(OSError):
+        for entry in os.scandir(folder):
             with suppress(OSError):
                 if entry.is_dir(follow_symlinks=False):
                     os.rmdir(entry.path)
                 else:
                     os.unlink(entry.path)
-        with suppress(OSError):
-            os.rmdir(self._dir)
-        self._dir = None
+        os.rmdir(folder)
