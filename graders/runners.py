@@ -687,8 +687,18 @@ def read_report(path: Path) -> RunnerReport | None:
     try:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
             return None
-        return RunnerReport.model_validate(json.loads(path.read_bytes()))
-    except (OSError, ValueError, ValidationError):
+        return parse_report(path.read_bytes())
+    except OSError:
+        return None
+
+
+def parse_report(data: bytes) -> RunnerReport | None:
+    """The runner's report from its bytes (None when absent, oversized or malformed)."""
+    if not data or len(data) > MAX_REPORT_BYTES:
+        return None
+    try:
+        return RunnerReport.model_validate(json.loads(data))
+    except (ValueError, RecursionError, ValidationError):
         return None
 
 

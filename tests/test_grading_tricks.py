@@ -423,10 +423,9 @@ def test_honest_work_verifies(tmp_path: Path, control: str, runner: str) -> None
 
 # A solution that forges the runner's report from inside the runner's own process: a
 # profile hook reads the runner's frames (its nonce, its report folder) and writes a
-# report of passed tests. Found by the red team; not held today. The fix it needs keeps
-# the solution out of the checking process (black-box checks that run the solution as a
-# subprocess and compare outside it). When that lands, this test passes and strict xfail
-# turns it red: remove the mark.
+# report of passed tests. Found by the red team of issue 9. Held because the solution no
+# longer runs in the runner's process (`sandboxed/ilh_bridge.py`): its hook sees only the
+# solution process's frames, and the report goes through a descriptor only the runner has.
 FRAME_FORGERY = """import json, os, sys
 
 
@@ -453,7 +452,6 @@ def fizzbuzz(n):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="known hole (issue 9 note): in-process report forgery")
 def test_a_solution_forging_the_runner_report_from_its_frames_is_rejected(
     tmp_path: Path,
 ) -> None:

@@ -12,8 +12,12 @@ For every check (`CheckRunner.__call__`):
 3. a runner-aware check (`pytest = …`, `unittest = …`, or a `run` that is one call of
    a known runner) runs the harness's own runner, mounted read-only at `/ilh-runner`,
    isolated (`python -I -B`: no user site, no `PYTHON*` variables, no script folder on
-   the path), which writes its report to `/ilh-report`; the verdict is
-   `graders.runners.judge_run` over that report and the tests the template defines;
+   the path), over the tree mounted read-only. The runner imports the tree's test files
+   (`trusted_files`) and serves every other module from a solution process through
+   proxies (`sandboxed/ilh_bridge.py`), so the agent's code never runs in the process
+   that writes the report; the report comes back through a memory file inherited by
+   number, which only the runner holds. The verdict is `graders.runners.judge_run` over
+   that report and the tests the template defines;
 4. the temporary folder is removed.
 
 Under `--sandbox none` the same happens with host paths (the user chose no
@@ -24,6 +28,8 @@ above it with an explicit `--rootdir`, `--confcutdir` and configuration file).
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import secrets
 import shlex
 import shutil
@@ -32,16 +38,18 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from graders.baseline import is_test_file
 from graders.criteria import GradingCriterion
 from graders.runners import (
     CHECKS_VARIABLE,
+    MAX_REPORT_BYTES,
     RunnerCall,
     RunVerdict,
     Selection,
     expand_checks,
     judge_run,
     junit_counts,
-    read_report,
+    parse_report,
     runner_call,
     selection,
     unittest_args,
@@ -127,20 +135,36 @@ class CheckRunner:
         chosen = selection(call, roots, root)
         nonce = secrets.token_hex(16)
         (reports / "nonce").write_text(nonce, encoding="ascii")
-        runner_at = RUNNER_MOUNT if confined else str(RUNNER_DIR)
-        reports_at = REPORT_MOUNT if confined else str(reports)
-        if confined:
-            mounts += [Mount(RUNNER_DIR, RUNNER_MOUNT), Mount(reports, REPORT_MOUNT, True)]
-        argv = [
-            sys.executable, "-I", "-B", f"{runner_at}/ilh_runner.py",
-            reports_at, call.kind, root, *call.args,
-        ]  # fmt: skip
-        command = shlex.join(argv)
-        done = run_shell(
-            command, tree, timeout_s, env, sandbox=self.sandbox, mounts=mounts, writable=True
-        )
+        # The report comes back through a file only the runner holds (a memory file,
+        # inherited by number), and the agent's modules run in a process of their own
+        # (`sandboxed/ilh_bridge.py`): see the module docstring.
+        report_fd = os.memfd_create("ilh-runner-report", os.MFD_CLOEXEC)
+        try:
+            bridge = {"report_fd": report_fd, "trusted": trusted_files(tree)}
+            (reports / "bridge.json").write_text(json.dumps(bridge), encoding="utf-8")
+            runner_at = RUNNER_MOUNT if confined else str(RUNNER_DIR)
+            reports_at = REPORT_MOUNT if confined else str(reports)
+            if confined:
+                mounts += [Mount(RUNNER_DIR, RUNNER_MOUNT), Mount(reports, REPORT_MOUNT, True)]
+            argv = [
+                sys.executable, "-I", "-B", f"{runner_at}/ilh_runner.py",
+                reports_at, call.kind, root, *call.args,
+            ]  # fmt: skip
+            done = run_shell(
+                shlex.join(argv),
+                tree,
+                timeout_s,
+                env,
+                sandbox=self.sandbox,
+                mounts=mounts,
+                writable=False,
+                pass_fds=(report_fd,),
+            )
+            report = parse_report(_read_all(report_fd))
+        finally:
+            os.close(report_fd)
         verdict = judge_run(
-            read_report(reports / "report.json"),
+            report,
             nonce=nonce,
             exit_code=done.exit_code,
             chosen=chosen,
@@ -188,6 +212,28 @@ def _is_folder(target: str, mounted: Mapping[str, Path | None], tree: Path) -> b
         if folder is not None and (target == at or target.startswith(at.rstrip("/") + "/")):
             return (folder / target[len(at) :].lstrip("/")).is_dir()
     return (tree / target).is_dir()
+
+
+def trusted_files(tree: Path) -> list[str]:
+    """The tree's test files (`graders.baseline.is_test_file`), relative, with `/`: the
+    runner imports these itself; every other module of the tree is the agent's and runs
+    in the solution process. With a known template they are the template's own (the
+    tree restored them and removed the agent's others); without one, the user's."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(tree):
+        dirs.sort()
+        for name in sorted(files):
+            relative = (Path(folder) / name).relative_to(tree).as_posix()
+            if name.endswith(".py") and is_test_file(relative):
+                found.append(relative)
+    return found
+
+
+def _read_all(fd: int) -> bytes:
+    """A memory file's bytes from its start, at most what a report may hold (+1, so an
+    oversized one is seen as such)."""
+    size = os.fstat(fd).st_size
+    return os.pread(fd, min(size, MAX_REPORT_BYTES + 1), 0)
 
 
 def _digest(path: Path) -> str | None:

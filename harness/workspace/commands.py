@@ -130,10 +130,12 @@ def run_shell(
     sandbox: SandboxPolicy = CONFINED,
     mounts: Sequence[Mount] = (),
     writable: bool = True,
+    pass_fds: tuple[int, ...] = (),
 ) -> CommandResult:
     """Run `command` with `/bin/sh -c` in `cwd` under a scrubbed environment, confined by
     `sandbox` (`cwd` is then `/workspace` inside, writable unless `writable=False`;
-    `mounts` adds folders such as hidden checks).
+    `mounts` adds folders such as hidden checks; `pass_fds` are inherited by the command
+    with their numbers, e.g. the grader's private report file).
 
     Raises `ValueError` for a non-positive or non-finite timeout or a command containing
     a NUL byte, `SandboxUnavailable` (an `OSError`) when it must be confined and no
@@ -157,14 +159,19 @@ def run_shell(
                 env,
                 cap,
                 preexec=box.preexec,
-                pass_fds=box.pass_fds,
+                pass_fds=box.pass_fds + pass_fds,
                 executable=box.executable,
                 disk=DiskWatch(cwd, sandbox.disk),
             )
     tmp_dir = _make_tmp_dir(cwd)
     try:
         result = _run(
-            ["/bin/sh", "-c", command], cwd, timeout_s, scrubbed_env(cwd, tmp_dir, extra_env), cap
+            ["/bin/sh", "-c", command],
+            cwd,
+            timeout_s,
+            scrubbed_env(cwd, tmp_dir, extra_env),
+            cap,
+            pass_fds=pass_fds,
         )
         return result.model_copy(update={"sandbox": "none"})
     finally:

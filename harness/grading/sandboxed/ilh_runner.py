@@ -25,19 +25,18 @@ import that code into this process; what this runner does about it:
   `atexit` hook or finalizer of the code under test runs after it; exit 0 only after a
   report of a green run.
 
-It is a guard against the known tricks, not a proof, and it cannot be one: the code under
-test runs in this process and can reach this runner's frames without any guarded call
-(a traceback's `tb_frame.f_back`, a `sys.setprofile` hook), and with them the secret,
-the record and the classes defined while the tests run. Twenty lines of a solution did
-forge a passing report that way (red team, issue 9). Hidden checks run under this same
-runner and do not change that; a check that must hold against a hostile solution keeps
-the solution out of its own process (it runs it as a subprocess and compares what it
-prints).
+With `bridge.json` in REPORT_DIR (the harness always writes it), the code under test
+does not run here at all: the agent's modules are served from a solution process
+(`ilh_bridge.py`) through proxies, this process is made non-dumpable before that process
+starts, and the report goes to a descriptor only this process holds (`report_fd`,
+truncated and rewritten last). The guard above stays as a second line: a profile hook
+or a traceback's `f_back` in the solution process sees only that process's frames.
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import gc
 import hashlib
 import json
@@ -271,6 +270,7 @@ def run_pytest(
     report_dir: str,
     record: Callable[[dict[str, Any]], None],
     on_start: Callable[[], None],
+    early: Callable[[], None] = lambda: None,
 ) -> int:
     from pathlib import Path
 
@@ -300,7 +300,12 @@ def run_pytest(
             self.items: dict[str, dict[str, Any]] = {}
             self.outcomes: dict[str, str] = {}
 
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_load_initial_conftests(self, early_config: Any, parser: Any, args: Any) -> None:
+            early()
+
         def pytest_sessionstart(self, session: Any) -> None:
+            early()
             on_start()
 
         def pytest_collection_finish(self, session: Any) -> None:
@@ -358,6 +363,34 @@ def run_pytest(
 
 
 # ---------------------------------------------------------------------------- main
+def _not_dumpable() -> None:
+    """No process of this user may read this one's memory or descriptors (ptrace,
+    /proc/PID/mem, /proc/PID/fd): the solution process and what the tests start run as
+    the same user."""
+    import ctypes
+
+    pr_set_dumpable = 4
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0) != 0:
+        print("ilh runner: cannot make the runner non-dumpable", file=sys.stderr)
+        os._exit(2)
+
+
+def _load_bridge() -> types.ModuleType:
+    """`ilh_bridge.py` beside this file (isolated mode puts no script folder on the path).
+    Loaded before the guard's snapshot, under a name no tree can have."""
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "ilh_bridge.py")
+    spec = importlib.util.spec_from_file_location("_ilh_bridge", path)
+    if spec is None or spec.loader is None:
+        raise ImportError("ilh_bridge.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_ilh_bridge"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(argv: list[str]) -> None:
     if len(argv) < 3 or argv[1] not in ("pytest", "unittest"):
         print("usage: ilh_runner.py REPORT_DIR pytest|unittest ROOT [ARGS...]", file=sys.stderr)
@@ -369,6 +402,19 @@ def main(argv: list[str]) -> None:
     with open_file(nonce_path, encoding="ascii") as handle:
         nonce = handle.read().strip()
     os.unlink(nonce_path)
+    # The solution process and the private report (see `ilh_bridge`), when the harness
+    # asks for them: read and removed before any other process of this user exists.
+    bridge_path = os.path.join(report_dir, "bridge.json")
+    bridge_config: dict[str, Any] = {}
+    if os.path.exists(bridge_path):
+        with open_file(bridge_path, encoding="utf-8") as config_file:
+            bridge_config = json.load(config_file)
+        os.unlink(bridge_path)
+    report_fd = bridge_config.get("report_fd")
+    if isinstance(report_fd, int):
+        os.set_inheritable(report_fd, False)
+    if bridge_config:
+        _not_dumpable()
 
     # The runner, imported completely before the tree is on the import path.
     import unittest
@@ -383,6 +429,7 @@ def main(argv: list[str]) -> None:
         rewrite_hook = _pytest.assertion.rewrite.AssertionRewritingHook
         allowed = lambda hook: isinstance(hook, rewrite_hook)  # noqa: E731
         prefixes = prefixes + _GUARDED_PYTEST
+    bridge = _load_bridge() if bridge_config else None
     gc.collect()
     guard = Guard(prefixes)
     findings = guard.findings
@@ -391,21 +438,46 @@ def main(argv: list[str]) -> None:
 
     os.chdir(root)
     sys.path.insert(0, root)  # as `python -m` would: the tree's modules importable
+    solution_pid: int | None = None
+
+    def front() -> None:
+        """The solution's modules are served as proxies before any other finder (pytest's
+        assertion rewriter, installed later, would import a module its configuration
+        names into this process)."""
+
+    if bridge is not None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        peer, solution_pid = bridge.start_solution(root, here)
+        trusted = frozenset(str(t) for t in bridge_config.get("trusted") or ())
+        finder = bridge.SolutionFinder(peer, root, trusted)
+        sys.meta_path.insert(0, finder)
+        before = allowed
+        allowed = lambda hook: hook is finder or before(hook)  # noqa: E731
+
+        def front() -> None:
+            if sys.meta_path[:1] != [finder]:
+                if finder in sys.meta_path:
+                    sys.meta_path.remove(finder)
+                sys.meta_path.insert(0, finder)
+
     status = 2
     try:
         if kind == "pytest":
-            status = run_pytest(args, root, report_dir, record, guard.rebase)
+            status = run_pytest(args, root, report_dir, record, guard.rebase, front)
         else:
             status = run_unittest(args, record)
     except BaseException as stop:
         print(f"ilh runner: the run ended with {type(stop).__name__}", file=sys.stderr)
         status = 3
+    if solution_pid is not None:
+        with contextlib.suppress(OSError):
+            os.killpg(solution_pid, 9)
     tampered = findings(allowed)
     junit_digest = None
     if kind == "pytest":
         try:
-            with open_file(os.path.join(report_dir, "junit.xml"), "rb") as handle:
-                junit_digest = sha256(handle.read()).hexdigest()
+            with open_file(os.path.join(report_dir, "junit.xml"), "rb") as junit_file:
+                junit_digest = sha256(junit_file.read()).hexdigest()
         except OSError:
             junit_digest = None
     if tampered:
@@ -419,10 +491,19 @@ def main(argv: list[str]) -> None:
         "tampered": tampered,
         "junit_sha256": junit_digest,
     }
-    partial = os.path.join(report_dir, ".report.partial")
-    with open_file(partial, "w", encoding="utf-8") as handle:
-        handle.write(dumps(report))
-    replace(partial, os.path.join(report_dir, "report.json"))
+    if isinstance(report_fd, int):
+        # Only this process holds the descriptor (not inherited, not dumpable): whatever
+        # was written to it before (a callback the solution abused) is cut away.
+        data = dumps(report).encode("utf-8")
+        os.ftruncate(report_fd, 0)
+        written = 0
+        while written < len(data):
+            written += os.pwrite(report_fd, data[written:], written)
+    else:
+        partial = os.path.join(report_dir, ".report.partial")
+        with open_file(partial, "w", encoding="utf-8") as handle:
+            handle.write(dumps(report))
+        replace(partial, os.path.join(report_dir, "report.json"))
     try:
         flush_out()
         flush_err()
