@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from harness.certify.certificate import Certificate
 from harness.record.events import Event, EventKind, RunSummary
 from harness.secrets import harness_secrets
 
@@ -27,6 +28,7 @@ main{padding:16px 24px;max-width:1100px}
 section{background:#fff;border:1px solid #dde1e8;border-radius:6px;margin:0 0 16px;
  padding:12px 16px}
 h2{font-size:15px;margin:0 0 8px}
+h3{font-size:13px;margin:10px 0 4px}
 code,pre{font:12px/1.4 ui-monospace,monospace}
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;padding:6px 8px;background:#f1f3f6}
 .untrusted{border-left:4px solid #d9822b;background:#fff7ee}
@@ -199,6 +201,8 @@ def _grader(events: Sequence[Event]) -> str:
 
 
 def _certification(events: Sequence[Event]) -> str:
+    """A certification run: its steps (the NOTE events `ilh certify` records) and the
+    certificate its `run_ended` carries."""
     steps = [
         f"<li><strong>{_text(e.payload.get('phase', 'note'))}</strong> "
         f"{_text(e.payload['summary'])}</li>"
@@ -207,24 +211,80 @@ def _certification(events: Sequence[Event]) -> str:
     ]
     ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
     result = ended.payload.get("result") if ended else None
-    residuals = result.get("residuals", []) if isinstance(result, dict) else []
-    if not steps and not residuals:
+    cert = result if isinstance(result, dict) and "residuals" in result else None
+    if not steps and cert is None:
         return ""
-    rows = "".join(
-        f"<tr><td><code>{_text(r['finding'].get('quoted_token'))}</code></td>"
-        f"<td>{_text(r['finding'].get('location'))}</td>"
-        f"<td>{_text(r['finding'].get('category'))}</td>"
-        f"<td>{_text(r['finding'].get('why_unresolvable'))}</td></tr>"
-        for r in residuals
-        if isinstance(r, dict) and isinstance(r.get("finding"), dict)
-    )
-    table = (
-        "<table><tr><th>token</th><th>location</th><th>category</th><th>why</th></tr>"
-        f"{rows}</table>"
-        if rows
-        else ""
-    )
+    listed = f"<h3>Steps</h3><ol class=steps>{''.join(steps)}</ol>" if steps else ""
     return (
-        f'<section id="certification"><h2>Certification</h2><ul>{"".join(steps)}</ul>'
-        f"{table}</section>"
+        f'<section id="certification"><h2>Certification</h2>{listed}'
+        f"{_certificate_body(cert) if cert is not None else ''}</section>"
     )
+
+
+def render_certificate(cert: Certificate) -> str:
+    """The HTML page of one certificate (`ilh certify --json`, or the file it wrote)."""
+    data = cert.model_dump(mode="json")
+    title = f"certificate · {cert.target.locator}"
+    return "".join(
+        [
+            "<!doctype html><html lang=en><head><meta charset=utf-8>",
+            f"<title>ilh {_text(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<header><h1>certificate · <code>{_text(cert.target.locator)}</code></h1>",
+            f'<div id="ended-by">{"certified" if cert.certified else "not certified"}</div>',
+            f"<div>issued {_text(cert.issued_at)} · run {_text(cert.run_id or '—')}</div>",
+            "</header><main>",
+            f'<section id="certification"><h2>Certification</h2>{_certificate_body(data)}'
+            "</section></main></body></html>",
+        ]
+    )
+
+
+def _certificate_body(cert: dict[str, Any]) -> str:
+    """The certificate's verdict, its findings and what stayed open (residuals)."""
+    certified = bool(cert.get("certified"))
+    verdict = cert.get("verdict") if isinstance(cert.get("verdict"), dict) else None
+    target = cert.get("target") if isinstance(cert.get("target"), dict) else {}
+    head = (
+        f'<p id="certified" class="{"pass" if certified else "fail"}"><strong>'
+        f"{'certified' if certified else 'not certified'}</strong> · target "
+        f"<code>{_text((target or {}).get('locator', '?'))}</code> · "
+        f"{_text(cert.get('passes', '?'))} pass(es) · refuter verdict "
+        f"{_text(verdict.get('result') if verdict else 'none')}</p>"
+    )
+    if cert.get("reason"):
+        head += f"<p>reason: {_text(cert['reason'])}</p>"
+    findings = [f for f in (verdict or {}).get("findings", []) if isinstance(f, dict)]
+    residuals = [
+        r
+        for r in cert.get("residuals", [])
+        if isinstance(r, dict) and isinstance(r.get("finding"), dict)
+    ]
+    return (
+        head
+        + _findings_table("findings", "Findings of the refuter", findings, [])
+        + _findings_table(
+            "residuals",
+            "Residuals (open at the end)",
+            [r["finding"] for r in residuals],
+            [f"{r.get('reason', '')} · {r.get('source', '')}" for r in residuals],
+        )
+    )
+
+
+def _findings_table(
+    css_id: str, title: str, findings: Sequence[dict[str, Any]], extra: Sequence[str]
+) -> str:
+    if not findings:
+        return f'<h3>{title}</h3><p id="{css_id}">none</p>'
+    rows = "".join(
+        f"<tr><td><code>{_text(f.get('quoted_token'))}</code></td>"
+        f"<td>{_text(f.get('location'))}</td><td>{_text(f.get('category'))}</td>"
+        f"<td>{_text(f.get('advisory', ''))}</td><td>{_text(f.get('why_unresolvable'))}</td>"
+        f"<td>{_text(extra[i] if i < len(extra) else '')}</td></tr>"
+        for i, f in enumerate(findings)
+    )
+    head = (
+        "<tr><th>token</th><th>location</th><th>category</th><th>advisory</th><th>why</th>"
+        f"<th>{'reason · source' if extra else ''}</th></tr>"
+    )
+    return f'<h3>{title}</h3><table id="{css_id}">{head}{rows}</table>'
