@@ -134,16 +134,18 @@ def certification(
     return store, cert_file, cert
 
 
+def viewed(tmp_path: Path, ref: str, store: Path) -> str:
+    out = tmp_path / "c.html"
+    done = CliRunner().invoke(ilh, ["view", ref, "--store", str(store), "--out", str(out)])
+    assert done.exit_code == 0, done.output
+    return out.read_text()
+
+
 def test_a_certification_run_shows_its_findings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store, _, cert = certification(tmp_path, monkeypatch)
-    out = tmp_path / "c.html"
-    done = CliRunner().invoke(
-        ilh, ["view", cert["run_id"], "--store", str(store), "--out", str(out)]
-    )
-    assert done.exit_code == 0, done.output
-    page = out.read_text()
+    page = viewed(tmp_path, cert["run_id"], store)
     for finding in cert["verdict"]["findings"]:
         assert escape(finding["quoted_token"]) in page and escape(finding["category"]) in page
     assert 'id="findings"' in page and 'id="residuals"' in page and "not certified" in page
@@ -154,12 +156,8 @@ def test_a_certificate_file_is_viewed_without_its_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, cert_file, cert = certification(tmp_path, monkeypatch)
+    page = viewed(tmp_path, str(cert_file), tmp_path / "none.db")
     out = tmp_path / "c.html"
-    done = CliRunner().invoke(
-        ilh, ["view", str(cert_file), "--store", str(tmp_path / "none.db"), "--out", str(out)]
-    )
-    assert done.exit_code == 0, done.output
-    page = out.read_text()
     tokens = [f["quoted_token"] for f in cert["verdict"]["findings"]]
     assert all(escape(t) in page for t in tokens) and "handoff.md" in page
     # A file that is not a certificate: one line naming the file and the field.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +52,21 @@ def report_of(store: Path, run_id: str, folder: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def hostile_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    folder = tmp_path_factory.mktemp("hostile")
-    store, run_id = run_with_hostile_output(folder)
+def made(folder: Path, scripted: Callable[[Path], tuple[Path, str]]) -> tuple[Path, dict[str, Any]]:
+    """The report of a scripted run, and the run's result (`runs show --json`)."""
+    store, run_id = scripted(folder)
     result = CliRunner().invoke(ilh, ["runs", "show", run_id, "--store", str(store), "--json"])
     return report_of(store, run_id, folder), json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def hostile_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    return made(tmp_path_factory.mktemp("hostile"), run_with_hostile_output)
 
 
 @pytest.fixture(scope="module")
 def forged_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    folder = tmp_path_factory.mktemp("forged")
-    store, run_id = forged_then_honest(folder)
-    result = CliRunner().invoke(ilh, ["runs", "show", run_id, "--store", str(store), "--json"])
-    return report_of(store, run_id, folder), json.loads(result.stdout)
+    return made(tmp_path_factory.mktemp("forged"), forged_then_honest)
 
 
 def rounds_of(result: dict[str, Any]) -> int:
