@@ -26,6 +26,7 @@ from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.results import RunResult
 from harness.record.store import RunStore, StoreError, UnknownRun
 from harness.run.batch import run_tasks
+from harness.run.live import board_for, fan_out, limits_of
 from harness.run.orchestrator import no_progress
 from harness.run.progress import live_progress, summary
 from harness.run.resume import resume_run
@@ -69,7 +70,7 @@ def execute(
     sandbox: SandboxOverrides = NO_OVERRIDES,
 ) -> RunResult:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    progress = no_progress if as_json else live_progress(err)
+    lines = no_progress if as_json else live_progress(err)
     if resume not in (None, RESUME_FLAG) and Path(str(resume)).is_file() and task_file is None:
         task_file, resume = Path(str(resume)), RESUME_FLAG  # `--resume task.toml`
     if task_file is not None and resume not in (None, RESUME_FLAG):
@@ -84,31 +85,34 @@ def execute(
     with default_store(store_path) as store, interruption_reported(store, resume):
         if task_file is not None:
             task = load_task(task_file)
+            # The live panel where a person watches; the event lines print above it.
+            with board_for(err, as_json, [(task.id, limits_of(task))]) as board:
+                return asyncio.run(
+                    run_task(
+                        task,
+                        store,
+                        model=model,
+                        resume=resume is not None,
+                        progress=lines if board is None else fan_out(lines, board.progress_for(0)),
+                        grader_model=grader_model,
+                        options=options,
+                        sandbox=sandbox,
+                    )
+                )
+        if resume in (None, RESUME_FLAG):
+            raise click.UsageError("give a TASK_FILE, or --resume RUN to continue a recorded run")
+        with board_for(err, as_json, [(f"run {resume}", {})]) as board:
             return asyncio.run(
-                run_task(
-                    task,
+                resume_run(
                     store,
+                    str(resume),
                     model=model,
-                    resume=resume is not None,
-                    progress=progress,
-                    grader_model=grader_model,
+                    progress=lines if board is None else fan_out(lines, board.progress_for(0)),
                     options=options,
+                    grader_model=grader_model,
                     sandbox=sandbox,
                 )
             )
-        if resume in (None, RESUME_FLAG):
-            raise click.UsageError("give a TASK_FILE, or --resume RUN to continue a recorded run")
-        return asyncio.run(
-            resume_run(
-                store,
-                str(resume),
-                model=model,
-                progress=progress,
-                options=options,
-                grader_model=grader_model,
-                sandbox=sandbox,
-            )
-        )
 
 
 def execute_many(
@@ -120,12 +124,19 @@ def execute_many(
     options: ClientOptions,
     concurrency: int,
     sandbox: SandboxOverrides = NO_OVERRIDES,
+    as_json: bool = False,
 ) -> list[RunResult]:
-    """Several TASK_FILEs, at most `concurrency` at a time (harness.run.batch). Live progress
-    is off: the lines of concurrent runs would interleave; each run's summary follows."""
+    """Several TASK_FILEs, at most `concurrency` at a time (harness.run.batch). No event
+    lines (those of concurrent runs would interleave): at a terminal, a live panel per
+    running task and the batch's counts; each run's summary follows."""
     if resume not in (None, RESUME_FLAG):
         raise click.UsageError("--resume RUN continues one recorded run; give no TASK_FILE")
-    with default_store(store_path) as store, interruption_reported(store, resume):
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    with (
+        default_store(store_path) as store,
+        interruption_reported(store, resume),
+        board_for(err, as_json, [(str(path), {}) for path in task_files]) as board,
+    ):
         return asyncio.run(
             run_tasks(
                 task_files,
@@ -136,6 +147,9 @@ def execute_many(
                 options=options,
                 grader_model=grader_model,
                 sandbox=sandbox,
+                progress_for=None
+                if board is None
+                else lambda i, task: board.progress_for(i, task.id, limits_of(task)),
             )
         )
 
@@ -219,6 +233,7 @@ def run(
                     options,
                     concurrency,
                     sandbox,
+                    as_json,
                 )
             else:
                 task_file = task_files[0] if task_files else None

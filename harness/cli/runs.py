@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -14,10 +15,13 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from harness.cli.errors import BadInput
+from harness.cli.errors import BadInput, reader_may_leave
 from harness.record.events import EventKind, RunSummary
 from harness.record.store import RunStore, StoreError, UnknownRun
 from harness.secrets import harness_secrets
+
+if TYPE_CHECKING:
+    from harness.certify.certificate import Certificate
 
 STORE_OPTION = click.option(
     "--store",
@@ -239,10 +243,86 @@ def verify_run(run_ref: str, store_path: Path) -> None:
 @runs.command("export")
 @click.argument("run_ref", metavar="RUN")
 @STORE_OPTION
-def export_run(run_ref: str, store_path: Path) -> None:
-    """The run's events as JSON lines on stdout."""
+@click.option(
+    "--html",
+    "as_html",
+    is_flag=True,
+    help="The run as the self-contained HTML report of `ilh view` instead of JSON lines.",
+)
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="With --html: write the page here instead of stdout.",
+)
+def export_run(run_ref: str, store_path: Path, as_html: bool, out_path: Path | None) -> None:
+    """The run's events as JSON lines on stdout, or (--html) its HTML report."""
+    if out_path is not None and not as_html:
+        raise BadInput("--out", "E303", "--out goes with --html (JSON lines go to stdout)")
+    if as_html:
+        _, page = page_of(run_ref, store_path)
+        if out_path is None:
+            with reader_may_leave():
+                sys.stdout.write(page)
+                sys.stdout.flush()
+        else:
+            click.echo(str(write_page(page, out_path)))
+        return
     with open_store(store_path) as store:
         try:
             store.export_jsonl(store.resolve_run_id(run_ref), sys.stdout)
         except UnknownRun as err:
             raise BadInput("RUN", "E500", str(err)) from None
+
+
+def page_of(ref: str, store_path: Path) -> tuple[str, str]:
+    """(title, HTML) of `ilh view REF` and `ilh runs export --html`, one code path for both.
+
+    REF is a run of the store (id or unique prefix), or the path of a certificate file
+    (`ilh certify --json` or the file it wrote): a certificate travels without its store,
+    so the receiver can look at it too."""
+    # Imported here: `ilh runs list` stays light (tests/test_cli_startup.py).
+    from harness.view.report import render_certificate, render_run
+
+    given = Path(ref)
+    if given.suffix == ".json" or given.is_file():
+        cert = read_certificate(given)
+        return (
+            f"certificate-{cert.target_identity.removeprefix('sha256:')[:12]}",
+            render_certificate(cert),
+        )
+    with open_store(store_path) as store:
+        try:
+            summary = store.get_run(ref)
+            events = store.events(summary.run_id)
+        except UnknownRun as err:
+            raise BadInput(ref, "E500", str(err)) from None
+    return summary.run_id, render_run(summary, events)
+
+
+def read_certificate(path: Path) -> Certificate:
+    from pydantic import ValidationError
+
+    from harness.certify.certificate import Certificate
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise BadInput(str(path), "E500", f"cannot read the certificate: {reason}") from None
+    try:
+        return Certificate.model_validate_json(text)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise BadInput(
+            str(path), "E500", f"not an ilh certificate: {where}: {first['msg']}"
+        ) from None
+
+
+def write_page(page: str, target: Path) -> Path:
+    try:
+        target.write_bytes(page.encode("utf-8"))
+    except OSError as err:
+        raise BadInput(str(target), "E500", f"cannot write it: {err.strerror or err}") from None
+    return target

@@ -9,24 +9,11 @@ from pathlib import Path
 import click
 
 from harness.cli.errors import BadInput
-from harness.cli.runs import STORE_OPTION, open_store
-from harness.record.store import UnknownRun
-from harness.view.report import render_run
-
-
-def page_of(run_ref: str, store_path: Path) -> tuple[str, str]:
-    """(run id, HTML) of a stored run."""
-    with open_store(store_path) as store:
-        try:
-            summary = store.get_run(run_ref)
-            events = store.events(summary.run_id)
-        except UnknownRun as err:
-            raise BadInput(run_ref, "E500", str(err)) from None
-    return summary.run_id, render_run(summary, events)
+from harness.cli.runs import STORE_OPTION, page_of, write_page
 
 
 @click.command()
-@click.argument("run_ref", metavar="RUN")
+@click.argument("run_ref", metavar="RUN|CERT.json")
 @STORE_OPTION
 @click.option(
     "--out",
@@ -37,17 +24,13 @@ def page_of(run_ref: str, store_path: Path) -> tuple[str, str]:
 @click.option("--port", type=click.IntRange(1, 65535), help="Serve it on 127.0.0.1:PORT.")
 def view(run_ref: str, store_path: Path, out_path: Path | None, port: int | None) -> None:
     """The run RUN as an HTML report: status timeline, rounds, tool output (marked
-    untrusted), proposals, violations, budgets, the grader's criteria. Self-contained:
-    no script, no network."""
+    untrusted), proposals, violations, budgets, the grader's criteria, a certification's
+    steps and findings. RUN may also be a certificate file (`ilh certify --json`).
+    Self-contained: no script, no network."""
     run_id, page = page_of(run_ref, store_path)
     body = page.encode("utf-8")
     if port is None:
-        target = out_path or Path(f"ilh-{run_id}.html")
-        try:
-            target.write_bytes(body)
-        except OSError as err:
-            raise BadInput(str(target), "E500", f"cannot write it: {err.strerror or err}") from None
-        click.echo(str(target))
+        click.echo(str(write_page(page, out_path or Path(f"ilh-{run_id}.html"))))
         return
 
     class Page(http.server.BaseHTTPRequestHandler):

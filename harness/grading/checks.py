@@ -35,7 +35,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from graders.baseline import is_test_file
@@ -78,13 +78,24 @@ class CheckRunner:
     """Runs a rubric's tool checks over `workspace` (see the module docstring). After
     each check, `changes` holds what its grading tree changed from the workspace."""
 
-    def __init__(self, workspace: Path, sources: GradingSources, sandbox: SandboxPolicy) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        sources: GradingSources,
+        sandbox: SandboxPolicy,
+        on_start: Callable[[str], None] | None = None,
+    ) -> None:
+        """`on_start(criterion id)`: told as each check starts (the live progress shows
+        the running check; called from the worker thread the checks run in)."""
         self.workspace = workspace
         self.sources = sources
         self.sandbox = sandbox
+        self.on_start = on_start
         self.changes: list[TreeChanges] = []
 
     def __call__(self, criterion: GradingCriterion, timeout_s: float) -> RunnerOutcome:
+        if self.on_start is not None:
+            self.on_start(criterion.id)
         # Resolved: the runner reports real paths, matched against the tree's.
         scratch = Path(tempfile.mkdtemp(prefix="ilh-grade-")).resolve()
         # The span names the criterion only: a hidden check's command stays the grader's.

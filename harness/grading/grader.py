@@ -18,7 +18,7 @@ Used by the orchestrator (`ilh run`, on claimed_complete) and by `ilh grade`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from budgets.ledger import BudgetLedger, Pool
@@ -172,10 +172,13 @@ class Grader:
         max_output: int = MAX_GRADER_OUTPUT,
         sources: GradingSources | None = None,
         sandbox: SandboxPolicy = CONFINED,
+        on_check: Callable[[str], None] | None = None,
     ) -> None:
         """`sources`: the snapshot of the template the workspace was made from (or the
         user's `--baseline`) and of the hidden checks; each tool check runs over a
-        grading tree with the template's tests restored (`harness.grading.tree`)."""
+        grading tree with the template's tests restored (`harness.grading.tree`).
+        `on_check(criterion id)`: told as each tool check starts (live progress)."""
+        self.on_check = on_check
         self.sources = sources or GradingSources()
         self.changes = TreeChanges()
         self.sandbox = sandbox
@@ -193,7 +196,7 @@ class Grader:
 
     def _checks(self, criteria: Sequence[GradingCriterion]) -> list[ToolCheck]:
         # Each check over its own copy: the agent's workspace is never changed.
-        runner = CheckRunner(self.workspace.root, self.sources, self.sandbox)
+        runner = CheckRunner(self.workspace.root, self.sources, self.sandbox, self.on_check)
         checks = run_checks(criteria, runner, self._time_room)
         self.changes = merged(runner.changes)
         return checks

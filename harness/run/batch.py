@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from harness.inputs.errors import InputError, InputErrors
-from harness.inputs.task_file import load_task
+from harness.inputs.task_file import Task, load_task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.results import RunResult
 from harness.record.store import RunStore
@@ -58,7 +58,10 @@ async def run_tasks(
     grader_model: str | None = None,
     progress: Progress = no_progress,
     sandbox: SandboxOverrides = NO_OVERRIDES,
+    progress_for: Callable[[int, Task], Progress] | None = None,
 ) -> list[RunResult]:
+    """`progress_for(index, task)`: each task's own progress sink (the live board's
+    panel of that task), instead of the one `progress` they all share."""
     tasks = []
     problems: list[InputError] = []
     for path in task_files:
@@ -90,7 +93,7 @@ async def run_tasks(
                 store,
                 model=model,
                 resume=resume,
-                progress=progress,
+                progress=progress if progress_for is None else progress_for(index, tasks[index]),
                 grader_model=grader_model,
                 options=options,
                 client=clients[index],

@@ -67,6 +67,9 @@ DEFAULT_TOOL_TIMEOUT_S = 60.0
 AGENT_ENDS_RUN = frozenset({State.BLOCKED, State.FAILED, State.STOPPED})
 
 Progress = Callable[[str, dict[str, Any]], None]
+#: The progress kind (never a record event) of a tool call or grader check that starts:
+#: `{"what": "tool"|"check", "name": …}`. May come from a worker thread (a check).
+STARTED = "started"
 
 
 def no_progress(kind: str, data: dict[str, Any]) -> None:
@@ -183,6 +186,7 @@ class Orchestrator:
             client=grader_client,
             sources=grading,
             sandbox=sandbox,
+            on_check=self.check_started,
         )
         self.grades: list[tuple[int, GradeReport, bool]] = []  # (round, report, applied)
         self.grader_feedback: list[str] = []
@@ -223,6 +227,11 @@ class Orchestrator:
         allowed = None if allowed_s is None else round(float(allowed_s), 6)
         self.record(EventKind.ALLOWANCE, {"for": what, "allowed_s": allowed, **detail})
         await self.durable()
+
+    # Progress only, never recorded: what is running now, for the live panel's ticking
+    # elapsed time (the record has the allowance before, and the result after).
+    def check_started(self, criterion: str) -> None:
+        self.progress(STARTED, {"what": "check", "name": criterion})
 
     def committed(self, entry: StatusEntry) -> None:
         self.record(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
@@ -560,6 +569,7 @@ class Orchestrator:
         timeout = max(timeout, 0.001)
         if call.name == "run_command":  # the one tool that can take long
             await self.allow("run_command", timeout, call_id=call.id)
+        self.progress(STARTED, {"what": "tool", "name": call.name})
         # In a worker thread: a command may run for minutes, and the other tasks of a
         # batch share this event loop; their time budgets must not pay for it.
         result = await asyncio.to_thread(

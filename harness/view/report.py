@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
+from harness.certify.certificate import Certificate
 from harness.record.events import Event, EventKind, RunSummary
 from harness.secrets import harness_secrets
 
@@ -23,11 +24,14 @@ _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
 header{background:#1d2330;color:#fff;padding:16px 24px}
 header h1{margin:0 0 4px;font-size:18px}
-main{padding:16px 24px;max-width:1100px}
+main{padding:16px 24px;max-width:1180px}
 section{background:#fff;border:1px solid #dde1e8;border-radius:6px;margin:0 0 16px;
  padding:12px 16px}
 h2{font-size:15px;margin:0 0 8px}
+h3{font-size:13px;margin:10px 0 4px}
 code,pre{font:12px/1.4 ui-monospace,monospace}
+code,h1,header div,.ev{overflow-wrap:anywhere}
+td{overflow-wrap:break-word}
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;padding:6px 8px;background:#f1f3f6}
 .untrusted{border-left:4px solid #d9822b;background:#fff7ee}
 .untrusted::before{content:"untrusted: tool output";display:block;font:600 11px system-ui;
@@ -40,10 +44,17 @@ table{border-collapse:collapse;width:100%}
 td,th{border-bottom:1px solid #e5e7eb;padding:4px 6px;text-align:left;vertical-align:top}
 .accepted,.pass{color:#137333}.downgraded,.unknown{color:#a45a12}
 .rejected,.fail,.violation{color:#b3261e}
-.bar{height:10px;background:#e5e7eb;border-radius:5px;overflow:hidden;min-width:160px}
+.bar{height:10px;background:#e5e7eb;border-radius:5px;overflow:hidden;min-width:60px}
 .bar span{display:block;height:100%;background:#3b6fd8}
-.bar span.over{background:#b3261e}
+.bar span.over,.spark span.over{background:#b3261e}
+.spark{display:flex;align-items:flex-end;gap:2px;height:24px;background:#f1f3f6;padding:2px;
+ overflow:hidden}
+.spark span{flex:0 1 8px;min-width:1px;background:#3b6fd8;min-height:1px}
+.ev{white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace}
 .round{border-top:1px dashed #cfd4dc;padding-top:8px;margin-top:8px}
+/* a phone: every column may break anywhere rather than push the page sideways */
+@media (max-width:600px){main{padding:8px}header{padding:12px}section{padding:8px}
+ td,th{padding:3px;overflow-wrap:anywhere}}
 """
 
 
@@ -68,13 +79,15 @@ def render_run(summary: RunSummary, events: Sequence[Event]) -> str:
         f'<div id="ended-by">ended by {_text(result.get("ended_by", "—"))}</div>',
         f'<div id="final"><code>{_text(final.get("line", ""))}</code></div>',
         f"<div>record: {_text(summary.record)} · {summary.events} events</div></header><main>",
+        # The overview first (what happened, what was decided, what it cost); the rounds,
+        # long, last.
         _timeline(events),
-        _budgets(events),
-        _rounds(events),
-        _proposals(events),
-        _violations(events),
         _grader(events),
         _certification(events),
+        _proposals(events),
+        _violations(events),
+        _budgets(events),
+        _rounds(events),
         "</main></body></html>",
     ]
     return "".join(p for p in parts if p)
@@ -95,23 +108,45 @@ def _timeline(events: Sequence[Event]) -> str:
 
 
 def _budgets(events: Sequence[Event]) -> str:
-    snapshots = [e for e in events if e.kind is EventKind.BUDGET_SNAPSHOT]
-    if not snapshots:
+    """One row per budget: what the last snapshot says (a bar against the limit), and a
+    bar per round, so the spend over the run is seen at a glance."""
+    by_kind: dict[str, list[tuple[int, float, float]]] = {}
+    for snap in (e for e in events if e.kind is EventKind.BUDGET_SNAPSHOT):
+        for row in snap.payload.get("budgets", []):
+            if isinstance(row, dict):
+                by_kind.setdefault(str(row.get("kind")), []).append(
+                    (snap.round, _number(row.get("used")), _number(row.get("limit")))
+                )
+    if not by_kind:
         return ""
     rows = []
-    for snap in snapshots:
-        for row in snap.payload.get("budgets", []):
-            limit = float(row.get("limit") or 0)
-            used = float(row.get("used") or 0)
-            share = min(100.0, 100.0 * used / limit) if limit > 0 else 0.0
-            over = " over" if used > limit else ""
-            rows.append(
-                f"<tr><td>{snap.round}</td><td>{_text(row.get('kind'))}</td>"
-                f"<td>{used:g} / {limit:g}</td><td><div class=bar>"
-                f'<span class="{over.strip()}" style="width:{share:.1f}%"></span></div></td></tr>'
-            )
-    head = "<tr><th>round</th><th>budget</th><th>used / limit</th><th></th></tr>"
+    for kind, points in by_kind.items():
+        _, used, limit = points[-1]
+        rounds = "".join(
+            f'<span class="{_over(u, lim)}" style="height:{_share(u, lim):.0f}%" '
+            f'title="round {r}: {u:g} / {lim:g}"></span>'
+            for r, u, lim in points
+        )
+        rows.append(
+            f'<tr class="budget"><td>{_text(kind)}</td><td>{used:g} / {limit:g}</td>'
+            f'<td><div class=bar><span class="{_over(used, limit)}" '
+            f'style="width:{_share(used, limit):.1f}%"></span></div></td>'
+            f'<td><div class=spark aria-label="per round">{rounds}</div></td></tr>'
+        )
+    head = "<tr><th>budget</th><th>used / limit</th><th>at the end</th><th>per round</th></tr>"
     return f'<section id="budgets"><h2>Budgets</h2><table>{head}{"".join(rows)}</table></section>'
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _share(used: float, limit: float) -> float:
+    return min(100.0, 100.0 * used / limit) if limit > 0 else 0.0
+
+
+def _over(used: float, limit: float) -> str:
+    return "over" if used > limit else ""
 
 
 def _rounds(events: Sequence[Event]) -> str:
@@ -171,7 +206,8 @@ def _violations(events: Sequence[Event]) -> str:
         for e in events
         if e.kind is EventKind.VIOLATION
     ]
-    body = "".join(rows) or "<tr><td colspan=3>none</td></tr>"
+    head = "<tr><th>round</th><th>kind</th><th>detail</th></tr>"
+    body = head + "".join(rows) if rows else "<tr><td>none</td></tr>"
     return f'<section id="violations"><h2>Violations</h2><table>{body}</table></section>'
 
 
@@ -185,7 +221,8 @@ def _grader(events: Sequence[Event]) -> str:
         rows = "".join(
             f'<tr class="{escape(str(c.get("result")))}"><td>{_text(c.get("id"))}</td>'
             f"<td>{_text(c.get('result'))}</td><td>{_text(c.get('via'))}</td>"
-            f"<td>{_text(c.get('evidence', ''))}</td><td>{_text(c.get('detail', ''))}</td></tr>"
+            f"<td class=ev>{_text(c.get('evidence', ''))}</td>"
+            f"<td>{_text(c.get('detail', ''))}</td></tr>"
             for c in data.get("criteria", [])
             if isinstance(c, dict)
         )
@@ -199,6 +236,8 @@ def _grader(events: Sequence[Event]) -> str:
 
 
 def _certification(events: Sequence[Event]) -> str:
+    """A certification run: its steps (the NOTE events `ilh certify` records) and the
+    certificate its `run_ended` carries."""
     steps = [
         f"<li><strong>{_text(e.payload.get('phase', 'note'))}</strong> "
         f"{_text(e.payload['summary'])}</li>"
@@ -207,24 +246,80 @@ def _certification(events: Sequence[Event]) -> str:
     ]
     ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
     result = ended.payload.get("result") if ended else None
-    residuals = result.get("residuals", []) if isinstance(result, dict) else []
-    if not steps and not residuals:
+    cert = result if isinstance(result, dict) and "residuals" in result else None
+    if not steps and cert is None:
         return ""
-    rows = "".join(
-        f"<tr><td><code>{_text(r['finding'].get('quoted_token'))}</code></td>"
-        f"<td>{_text(r['finding'].get('location'))}</td>"
-        f"<td>{_text(r['finding'].get('category'))}</td>"
-        f"<td>{_text(r['finding'].get('why_unresolvable'))}</td></tr>"
-        for r in residuals
-        if isinstance(r, dict) and isinstance(r.get("finding"), dict)
-    )
-    table = (
-        "<table><tr><th>token</th><th>location</th><th>category</th><th>why</th></tr>"
-        f"{rows}</table>"
-        if rows
-        else ""
-    )
+    listed = f"<h3>Steps</h3><ol class=steps>{''.join(steps)}</ol>" if steps else ""
     return (
-        f'<section id="certification"><h2>Certification</h2><ul>{"".join(steps)}</ul>'
-        f"{table}</section>"
+        f'<section id="certification"><h2>Certification</h2>{listed}'
+        f"{_certificate_body(cert) if cert is not None else ''}</section>"
     )
+
+
+def render_certificate(cert: Certificate) -> str:
+    """The HTML page of one certificate (`ilh certify --json`, or the file it wrote)."""
+    data = cert.model_dump(mode="json")
+    title = f"certificate · {cert.target.locator}"
+    return "".join(
+        [
+            "<!doctype html><html lang=en><head><meta charset=utf-8>",
+            f"<title>ilh {_text(title)}</title><style>{_STYLE}</style></head><body>",
+            f"<header><h1>certificate · <code>{_text(cert.target.locator)}</code></h1>",
+            f'<div id="ended-by">{"certified" if cert.certified else "not certified"}</div>',
+            f"<div>issued {_text(cert.issued_at)} · run {_text(cert.run_id or '—')}</div>",
+            "</header><main>",
+            f'<section id="certification"><h2>Certification</h2>{_certificate_body(data)}'
+            "</section></main></body></html>",
+        ]
+    )
+
+
+def _certificate_body(cert: dict[str, Any]) -> str:
+    """The certificate's verdict, its findings and what stayed open (residuals)."""
+    certified = bool(cert.get("certified"))
+    verdict = cert.get("verdict") if isinstance(cert.get("verdict"), dict) else None
+    target = cert.get("target") if isinstance(cert.get("target"), dict) else {}
+    head = (
+        f'<p id="certified" class="{"pass" if certified else "fail"}"><strong>'
+        f"{'certified' if certified else 'not certified'}</strong> · target "
+        f"<code>{_text((target or {}).get('locator', '?'))}</code> · "
+        f"{_text(cert.get('passes', '?'))} pass(es) · refuter verdict "
+        f"{_text(verdict.get('result') if verdict else 'none')}</p>"
+    )
+    if cert.get("reason"):
+        head += f"<p>reason: {_text(cert['reason'])}</p>"
+    findings = [f for f in (verdict or {}).get("findings", []) if isinstance(f, dict)]
+    residuals = [
+        r
+        for r in cert.get("residuals", [])
+        if isinstance(r, dict) and isinstance(r.get("finding"), dict)
+    ]
+    return (
+        head
+        + _findings_table("findings", "Findings of the refuter", findings, [])
+        + _findings_table(
+            "residuals",
+            "Residuals (open at the end)",
+            [r["finding"] for r in residuals],
+            [f"{r.get('reason', '')} · {r.get('source', '')}" for r in residuals],
+        )
+    )
+
+
+def _findings_table(
+    css_id: str, title: str, findings: Sequence[dict[str, Any]], extra: Sequence[str]
+) -> str:
+    if not findings:
+        return f'<h3>{title}</h3><p id="{css_id}">none</p>'
+    rows = "".join(
+        f"<tr><td><code>{_text(f.get('quoted_token'))}</code></td>"
+        f"<td>{_text(f.get('location'))}</td><td>{_text(f.get('category'))}</td>"
+        f"<td>{_text(f.get('advisory', ''))}</td><td>{_text(f.get('why_unresolvable'))}</td>"
+        f"<td>{_text(extra[i] if i < len(extra) else '')}</td></tr>"
+        for i, f in enumerate(findings)
+    )
+    head = (
+        "<tr><th>token</th><th>location</th><th>category</th><th>advisory</th><th>why</th>"
+        f"<th>{'reason · source' if extra else ''}</th></tr>"
+    )
+    return f'<h3>{title}</h3><table id="{css_id}">{head}{rows}</table>'
