@@ -67,6 +67,7 @@ def execute(
     grader_model: str | None = None,
     options: ClientOptions = NO_OPTIONS,
     sandbox: SandboxOverrides = NO_OVERRIDES,
+    soul_readonly: bool = False,
 ) -> RunResult:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     progress = no_progress if as_json else live_progress(err)
@@ -94,6 +95,7 @@ def execute(
                     grader_model=grader_model,
                     options=options,
                     sandbox=sandbox,
+                    soul_readonly=soul_readonly,
                 )
             )
         if resume in (None, RESUME_FLAG):
@@ -120,6 +122,7 @@ def execute_many(
     options: ClientOptions,
     concurrency: int,
     sandbox: SandboxOverrides = NO_OVERRIDES,
+    soul_readonly: bool = False,
 ) -> list[RunResult]:
     """Several TASK_FILEs, at most `concurrency` at a time (harness.run.batch). Live progress
     is off: the lines of concurrent runs would interleave; each run's summary follows."""
@@ -136,6 +139,7 @@ def execute_many(
                 options=options,
                 grader_model=grader_model,
                 sandbox=sandbox,
+                soul_readonly=soul_readonly,
             )
         )
 
@@ -179,6 +183,12 @@ def execute_many(
     show_default=True,
     help="With several TASK_FILEs: how many run at once.",
 )
+@click.option(
+    "--soul-readonly",
+    is_flag=True,
+    help="Write the run's GENEs to the SOUL's pending file, not the SOUL: the principal "
+    "approves or drops them with `ilh soul review` (a resume keeps the run's choice).",
+)
 @SANDBOX_OPTION
 @OTEL_OPTION
 @NETWORK_OPTION
@@ -195,6 +205,7 @@ def run(
     sandbox_mode: str | None,
     network: str | None,
     otel: str | None,
+    soul_readonly: bool,
 ) -> None:
     """Run TASK_FILE under enforced iLang v4 semantics.
 
@@ -219,6 +230,7 @@ def run(
                     options,
                     concurrency,
                     sandbox,
+                    soul_readonly,
                 )
             else:
                 task_file = task_files[0] if task_files else None
@@ -232,6 +244,7 @@ def run(
                         grader_model,
                         options,
                         sandbox,
+                        soul_readonly,
                     )
                 ]
     except InputError as bad:

@@ -58,6 +58,7 @@ async def run_tasks(
     grader_model: str | None = None,
     progress: Progress = no_progress,
     sandbox: SandboxOverrides = NO_OVERRIDES,
+    soul_readonly: bool = False,
 ) -> list[RunResult]:
     tasks = []
     problems: list[InputError] = []
@@ -95,6 +96,7 @@ async def run_tasks(
                 options=options,
                 client=clients[index],
                 sandbox=sandbox,
+                soul_readonly=soul_readonly,
             )
 
         return go
