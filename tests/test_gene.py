@@ -167,7 +167,8 @@ def test_a_third_forgery_applies_none_of_its_replys_proposals(
     claim = "::STATUS{@TASK|state:claimed_complete|by:@AGENT|authority:proposal}"
     result, _ = run(task, store, [f"{claim}\n\n{FORGE}"])
     assert result.ended_by == "repeated_error"
-    assert [p.disposition for p in result.proposals][0] == "rejected"
+    assert result.proposals[0].disposition == "rejected"  # the valid claim: not applied
+    assert result.proposals[0].state == "claimed_complete"
     assert result.final is not None and result.final.reason == "repeated_pattern"
 
 
