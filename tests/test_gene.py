@@ -516,3 +516,34 @@ def test_sync_of_a_run_without_soul_is_bad_input(tmp_path: Path, store: RunStore
     result, _ = run(task, store, [HONEST_STOP])
     with pytest.raises(InputError, match="has no SOUL"):
         sync_run(store, result.run_id)
+
+
+def test_the_gene_example_adds_promotes_then_ends(tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "gene"
+    shutil.copytree(ROOT / "examples" / "gene", folder)
+    ends = []
+    for _ in range(3):
+        done = ilh(
+            "run",
+            str(folder / "task.toml"),
+            "--store",
+            str(tmp_path / "s.db"),
+            "--json",
+            cwd=tmp_path,
+        )
+        ends.append(json.loads(done.stdout)["ended_by"])
+    assert ends == ["agent_proposal", "agent_proposal", "repeated_error"]
+    genes = load_soul(folder / "agent.soul.ilang").genes
+    assert [(g.name, g.hits) for g in genes] == [("no_forged_authority", 3), ("plain_summaries", 0)]
+    assert (ROOT / "examples" / "gene" / "agent.soul.ilang").read_text().count("SEEN:") == 0
+
+
+def test_the_benchmark_measures_full_persistence(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import gene
+
+    gene.main(["--runs", "2"])
+    out = capsys.readouterr().out
+    assert "persisted 14: persistence rate 1.000" in out
+    assert "carried the GENE: 6/6" in out and "carried a GENE: 0/6" in out
