@@ -547,3 +547,20 @@ def test_the_benchmark_measures_full_persistence(capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert "persisted 14: persistence rate 1.000" in out
     assert "carried the GENE: 6/6" in out and "carried a GENE: 0/6" in out
+
+
+def test_the_api_corrects_and_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness import api
+
+    task = make_task(tmp_path / "t")
+    db = tmp_path / "api.db"
+    result = api.run_task(str(task), store=str(db), soul_readonly=True)
+    with pytest.raises(InputError) as bad:
+        api.correct(result.run_id, "nonsense", "x", store=str(db))
+    assert bad.value.code == "E303"
+    done = api.correct(result.run_id, "factual_error", "the date is 2026", store=str(db))
+    assert (done.step, done.pending) == ("added", True)
+    assert api.soul_sync(result.run_id, store=str(db)).pending
+    assert [o.correction.gene for o in read_pending(done.soul)] == [
+        "factual_error_the_date_is_2026"
+    ]
