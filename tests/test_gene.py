@@ -564,3 +564,17 @@ def test_the_api_corrects_and_syncs(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert [o.correction.gene for o in read_pending(done.soul)] == [
         "factual_error_the_date_is_2026"
     ]
+
+
+def test_the_rule_the_agent_says_it_followed_is_recorded_and_still_counted(
+    tmp_path: Path, store: RunStore
+) -> None:
+    task = make_task(tmp_path / "t")
+    soul = tmp_path / "t" / "agent.soul.ilang"
+    soul.write_text("::GENE{close_out_fast|conf:confirmed|scope:global}\n  T:finish_quickly\n")
+    result, _ = run(task, store, [f"followed:close_out_fast\n{FORGE}", HONEST_STOP])
+    [added] = [
+        e for e in store.events(result.run_id, EventKind.GENE) if e.payload["step"] == "added"
+    ]
+    assert added.payload["followed"] == "close_out_fast"
+    assert load_soul(soul).gene("no_forged_authority") is not None  # the agent's error counts

@@ -258,10 +258,16 @@ class Orchestrator:
         if observed is None:
             return
         seen, step = observed
+        reply = next(
+            (h.text for h in reversed(self.state.history) if h.provenance is Provenance.AGENT), ""
+        )
         payload = {
             STEP: step,
             OBSERVATION: seen.model_dump(mode="json"),
             "soul": str(self.soul.path),
+            # The rule the agent says it followed, recorded with the error (counted all
+            # the same: `SoulSession.followed`).
+            "followed": self.soul.followed(reply),
         }
         self.record(EventKind.GENE, payload)
         self.envelopes.set_developer(self.soul.developer_text(DEVELOPER_GENES))

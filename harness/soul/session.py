@@ -66,6 +66,17 @@ class SoulSession:
             and self.cycle.would_end(correction.gene)
         )
 
+    def followed(self, reply: str) -> str | None:
+        """The principal's GENE the agent says it followed (Part IV STEP-1: "the agent may
+        state which GENE or instruction it followed"), written `followed:NAME` or as the
+        GENE's header `::GENE{NAME`. Recorded with the error only: the agent's word does
+        not turn its error into a principal_rule_error (that is a person's call, `ilh
+        correct --class principal_rule_error`), so citing a rule never escapes correction."""
+        for gene in self.cycle.base.genes:
+            if f"followed:{gene.name}" in reply or f"::GENE{{{gene.name}" in reply:
+                return gene.name
+        return None
+
     def persist(self) -> Persisted | None:
         """Write the session's occurrences; None when there is nothing new since the last
         write (a SOUL is not rewritten by a run that corrected nothing)."""
