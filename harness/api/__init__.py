@@ -30,6 +30,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import structlog
 
+from envelopes.declarations.gene import ERROR_CLASSES
 from envelopes.errors import Finding
 from envelopes.lint import lint_text
 from graders.report import GradeReport
@@ -39,6 +40,7 @@ from harness.certify.gate import NoGate
 from harness.certify.lexicon import load_lexicon
 from harness.certify.loop import Certifier, Request
 from harness.certify.refuter import RefuterBudget
+from harness.inputs.errors import InputError
 from harness.inputs.task_file import load_task
 from harness.models.clients.options import ClientOptions
 from harness.models.interface import ModelClient
@@ -47,6 +49,9 @@ from harness.record.store import RunStore
 from harness.run.grade_job import grade_task
 from harness.run.setup import client_from_uri, close_client
 from harness.run.setup import run_task as _run_task
+from harness.soul.correct import Corrected, correct_run
+from harness.soul.file import Persisted
+from harness.soul.sync import sync_run
 from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 
 __all__ = [
@@ -57,11 +62,13 @@ __all__ = [
     "SandboxOverrides",
     "certify",
     "certify_async",
+    "correct",
     "grade",
     "grade_async",
     "lint",
     "run_task",
     "run_task_async",
+    "soul_sync",
 ]
 
 PathLike = str | Path
@@ -92,9 +99,11 @@ async def run_task_async(
     grader_model: str | None = None,
     base_url: str | None = None,
     sandbox: SandboxOverrides = NO_OVERRIDES,
+    soul_readonly: bool = False,
 ) -> RunResult:
     """`ilh run TASK`: the run's result (DESIGN §6), recorded in `store` (default
-    `.ilh/runs.db`). `model` overrides the task's `[agent] model`."""
+    `.ilh/runs.db`). `model` overrides the task's `[agent] model`; `soul_readonly`: the
+    run's GENEs go to the SOUL's pending file (`ilh run --soul-readonly`)."""
     quiet_logging()
     loaded = load_task(Path(task))
     with _store(store) as runs:
@@ -105,6 +114,7 @@ async def run_task_async(
             grader_model=grader_model,
             options=ClientOptions(base_url=base_url),
             sandbox=sandbox,
+            soul_readonly=soul_readonly,
         )
 
 
@@ -199,6 +209,23 @@ def _blocking(function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
 run_task = _blocking(run_task_async)
 grade = _blocking(grade_async)
 certify = _blocking(certify_async)
+
+
+def correct(
+    run: str, error_class: str, text: str, *, gene: str | None = None, store: PathLike | None = None
+) -> Corrected:
+    """`ilh correct RUN --class CLASS --text TEXT [--gene NAME]`: the step it was (added,
+    promoted, terminated, principal_rule_error) and where it was written."""
+    if error_class not in ERROR_CLASSES:
+        raise InputError("--class", "E303", f"not an error class: {error_class!r}")
+    with _store(store) as runs:
+        return correct_run(runs, run, error_class, text, gene)
+
+
+def soul_sync(run: str, *, store: PathLike | None = None) -> Persisted:
+    """`ilh soul sync RUN`: persist a recorded run's GENEs to its SOUL (after a kill)."""
+    with _store(store) as runs:
+        return sync_run(runs, run)[1]
 
 
 def lint(text: str, name: str = "<text>") -> list[Finding]:

@@ -16,10 +16,20 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "certify",
         "Certify a handoff prompt with the Diylisis protocol.",
     ),
+    "correct": (
+        "harness.cli.correct",
+        "correct",
+        "Report an error of a recorded run: its agent's SOUL gets a GENE.",
+    ),
     "grade": ("harness.cli.grade", "grade", "Grade the work in a workspace against a rubric."),
     "lint": ("harness.cli.lint", "lint", "Lint iLang text with the spec's error codes."),
     "run": ("harness.cli.run", "run", "Run an agent task under enforced iLang v4 semantics."),
     "runs": ("harness.cli.runs", "runs", "Inspect the run record."),
+    "soul": (
+        "harness.cli.soul",
+        "soul",
+        "An agent's SOUL: show, diff, history, review, sync.",
+    ),
     "view": ("harness.cli.view", "view", "Show a run as a self-contained HTML report."),
     "schema": (
         "harness.cli.schema",

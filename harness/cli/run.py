@@ -68,6 +68,7 @@ def execute(
     grader_model: str | None = None,
     options: ClientOptions = NO_OPTIONS,
     sandbox: SandboxOverrides = NO_OVERRIDES,
+    soul_readonly: bool = False,
 ) -> RunResult:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     lines = no_progress if as_json else live_progress(err)
@@ -97,6 +98,7 @@ def execute(
                         grader_model=grader_model,
                         options=options,
                         sandbox=sandbox,
+                        soul_readonly=soul_readonly,
                     )
                 )
         if resume in (None, RESUME_FLAG):
@@ -125,6 +127,7 @@ def execute_many(
     concurrency: int,
     sandbox: SandboxOverrides = NO_OVERRIDES,
     as_json: bool = False,
+    soul_readonly: bool = False,
 ) -> list[RunResult]:
     """Several TASK_FILEs, at most `concurrency` at a time (harness.run.batch). No event
     lines (those of concurrent runs would interleave): at a terminal, a live panel per
@@ -150,6 +153,7 @@ def execute_many(
                 progress_for=None
                 if board is None
                 else lambda i, task: board.progress_for(i, task.id, limits_of(task)),
+                soul_readonly=soul_readonly,
             )
         )
 
@@ -193,6 +197,12 @@ def execute_many(
     show_default=True,
     help="With several TASK_FILEs: how many run at once.",
 )
+@click.option(
+    "--soul-readonly",
+    is_flag=True,
+    help="Write the run's GENEs to the SOUL's pending file, not the SOUL: the principal "
+    "approves or drops them with `ilh soul review` (a resume keeps the run's choice).",
+)
 @SANDBOX_OPTION
 @OTEL_OPTION
 @NETWORK_OPTION
@@ -209,6 +219,7 @@ def run(
     sandbox_mode: str | None,
     network: str | None,
     otel: str | None,
+    soul_readonly: bool,
 ) -> None:
     """Run TASK_FILE under enforced iLang v4 semantics.
 
@@ -234,6 +245,7 @@ def run(
                     concurrency,
                     sandbox,
                     as_json,
+                    soul_readonly,
                 )
             else:
                 task_file = task_files[0] if task_files else None
@@ -247,6 +259,7 @@ def run(
                         grader_model,
                         options,
                         sandbox,
+                        soul_readonly,
                     )
                 ]
     except InputError as bad:

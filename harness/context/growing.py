@@ -110,6 +110,13 @@ class GrowingEnvelope:
         self._json: list[bytes | None] = []
         self._reset()
 
+    def set_developer(self, developer: str) -> None:
+        """New developer text (a GENE added or promoted mid-run), effective from the next
+        build. The head is folded again every build, so the new text is in the next
+        envelope, and the role of the head's last message (the sentinel's) cannot change:
+        the developer segment is neither the head's last segment nor a different role."""
+        self._developer = developer
+
     def _head(self, round_lines: Sequence[str]) -> Envelope:
         return self.full(round_lines, ())
 

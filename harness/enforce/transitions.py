@@ -40,6 +40,7 @@ __all__ = [
     "COMPLETE_FORMS",
     "EDGES",
     "INITIAL_STATES",
+    "REPEATED_ERROR_REASON",
     "TERMINAL",
     "illegal_because",
     "is_budget_reason",
@@ -72,6 +73,15 @@ TERMINAL: frozenset[State] = frozenset({State.COMPLETE, State.FAILED})
 INITIAL_STATES: frozenset[State] = frozenset({State.CREATED, State.RUNNING, State.STOPPED})
 
 BUDGET_REASON = "budget"
+
+#: The reason of the runtime's stop when one error of the agent happens a third time
+#: (SPEC-v5.0 Part IV STEP-4, SESSION_TERMINATION). Chosen over `failed`: the task is not
+#: shown to be impossible, the agent is; a stopped task can be resumed (`ilh run --resume`)
+#: by a person who decides so, under the GENEs the session persisted. Named after §3's
+#: class for it, repeated_pattern. Fail closed: it is a runtime commit from `running` only
+#: (the §4 table has no other edge for it), and a reply that reaches the third occurrence
+#: has none of its proposals applied (`harness.run.orchestrator`).
+REPEATED_ERROR_REASON = "repeated_pattern"
 
 
 def is_budget_reason(reason: str | None) -> bool:

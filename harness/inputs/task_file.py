@@ -151,7 +151,12 @@ class InitialSection(Strict):
 
 
 class AgentSection(Strict):
-    model: str = Field(pattern=r"^(anthropic|openai|local|scripted|replay):.+$")
+    model: str | None = Field(
+        default=None, pattern=r"^(anthropic|openai|local|scripted|replay):.+$"
+    )
+    #: The agent's SOUL file (SPEC-v5.0 Part IV): its GENEs, carried from run to run.
+    #: Relative to the task folder; never inside the workspace template (see `soul_path`).
+    soul: SingleLine | None = None
 
 
 Bytes = Annotated[int, BeforeValidator(parse_size, json_schema_input_type=int | str)]
@@ -266,6 +271,35 @@ class Task(BaseModel):
                 f"checks folder {rubric.checks!r} overlaps the workspace template: hidden "
                 "checks must never be copied into the agent's workspace",
             )
+        return path
+
+    def soul_path(self) -> Path | None:
+        """The agent's SOUL file (`[agent] soul`), resolved against the task folder. A SOUL
+        the agent could write is never read: one inside the workspace template (copied
+        into the workspace) or the hidden checks is refused (the run's own workspace is
+        checked by `harness.run.setup`)."""
+        agent = self.spec.agent
+        if agent is None or agent.soul is None:
+            return None
+        where = self.source or self.folder
+        path = self.resolve(agent.soul)
+        for what, name in (
+            ("workspace template", self.spec.task.workspace),
+            ("hidden checks folder", self.spec.rubric.checks if self.spec.rubric else None),
+        ):
+            if name is None:
+                continue
+            folder = self.resolve(name)
+            if path == folder or folder in path.parents:
+                raise InputError(
+                    where,
+                    "E303",
+                    f"agent.soul {agent.soul!r} is inside the {what} {name!r}: the agent "
+                    "could write it; keep the SOUL outside every workspace",
+                    locate(self.text or "", ("agent", "soul")),
+                )
+        if path.exists() and not path.is_file():
+            raise InputError(where, "E303", f"agent.soul {agent.soul!r} is not a file")
         return path
 
     def resolve(self, relative: str) -> Path:

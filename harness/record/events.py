@@ -60,6 +60,10 @@ class EventKind(StrEnum):
     """Written before a model call, a command or a grading: what it may take (`for`,
     `allowed_s`). A record that ends inside one was cut there, and a resume charges
     the allowance (`harness.run.resume.resumed_ledger`)."""
+    GENE = "gene"
+    """A step of the GENE correction cycle (SPEC-v5.0 Part IV, `harness.soul`): `step` is
+    added, promoted, terminated (with the `observation`), principal_rule_error or
+    persisted."""
 
 
 class Event(BaseModel):

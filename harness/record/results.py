@@ -14,6 +14,7 @@ EndedBy = Literal[
     "not_running",
     "script_exhausted",
     "error",
+    "repeated_error",
 ]
 
 EXIT_COMPLETE = 0

@@ -59,6 +59,7 @@ async def run_tasks(
     progress: Progress = no_progress,
     sandbox: SandboxOverrides = NO_OVERRIDES,
     progress_for: Callable[[int, Task], Progress] | None = None,
+    soul_readonly: bool = False,
 ) -> list[RunResult]:
     """`progress_for(index, task)`: each task's own progress sink (the live board's
     panel of that task), instead of the one `progress` they all share."""
@@ -98,6 +99,7 @@ async def run_tasks(
                 options=options,
                 client=clients[index],
                 sandbox=sandbox,
+                soul_readonly=soul_readonly,
             )
 
         return go

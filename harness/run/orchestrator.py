@@ -23,12 +23,13 @@ from envelopes.declarations import BudgetKind, Objective, Rubric, State
 from envelopes.declarations.rubric import Criterion as RubricRow
 from envelopes.isolation import wrap_untrusted
 from graders.report import AUDIT_REPORT, GradeReport, GraderTokens
-from harness.context.agent import Segment, tool_result_segment, untrusted
+from harness.context.agent import DEVELOPER_GENES, Segment, tool_result_segment, untrusted
 from harness.context.growing import GrowingEnvelope
 from harness.enforce.authority import Proposal, classify
 from harness.enforce.claims import read_claims
 from harness.enforce.lifecycle import Lifecycle, StatusEntry
 from harness.enforce.provenance import Provenance
+from harness.enforce.transitions import REPEATED_ERROR_REASON
 from harness.grading.grader import Grader, claims_from_proposals, grading_rubric
 from harness.grading.tree import GradingSources
 from harness.inputs.task_file import Task
@@ -55,6 +56,8 @@ from harness.record.results import (
 )
 from harness.record.store import RunStore, Staged
 from harness.secrets import harness_secrets
+from harness.soul.session import SoulSession
+from harness.soul.sync import OBSERVATION, STEP, persisted_payload
 from harness.telemetry import AttributeValue, provider_system, span
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import CONFINED, SandboxPolicy, sandbox_report
@@ -145,10 +148,13 @@ class Orchestrator:
         grader_client: ModelClient | None = None,
         sandbox: SandboxPolicy = CONFINED,
         grading: GradingSources | None = None,
+        soul: SoulSession | None = None,
     ) -> None:
         """`grading`: the snapshots the grader restores from (taken when the run
         started: `harness.run.setup.grading_sources`); none, for a task without a
-        template or hidden checks."""
+        template or hidden checks. `soul`: the agent's SOUL and its GENE cycle (none:
+        the run corrects nothing across runs)."""
+        self.soul = soul
         self.task = task
         self.sandbox = sandbox
         self.client = client
@@ -167,7 +173,9 @@ class Orchestrator:
         # Each round renders only what the last one did not: the history is rendered,
         # digested and checked for secrets once per segment, not once per round.
         self.envelopes = GrowingEnvelope(
-            task_declarations=self.task_declarations, task_blocks=self.blocks
+            task_declarations=self.task_declarations,
+            task_blocks=self.blocks,
+            developer=soul.developer_text(DEVELOPER_GENES) if soul else DEVELOPER_GENES,
         )
         self.redact_request = RequestRedactor()
         self.estimate_input = ConversationEstimate(client)
@@ -246,15 +254,73 @@ class Orchestrator:
         row = ViolationRow(round=self.state.round, kind=kind, detail=detail)
         self.state.violations.append(row)
         self.record(EventKind.VIOLATION, row.model_dump())
+        self.gene_finding(kind)
+
+    # ---------------------------------------------------------------- GENE cycle
+    def gene_finding(self, finding: str) -> None:
+        """A runtime finding the GENE cycle corrects (SPEC-v5.0 Part IV): one occurrence,
+        recorded as its step. The SOUL the agent is governed by changes from the next
+        round's envelope on (this round's call is made)."""
+        if self.soul is None:
+            return
+        observed = self.soul.observe(finding, self.state.round)
+        if observed is None:
+            return
+        seen, step = observed
+        reply = next(
+            (h.text for h in reversed(self.state.history) if h.provenance is Provenance.AGENT), ""
+        )
+        payload = {
+            STEP: step,
+            OBSERVATION: seen.model_dump(mode="json"),
+            "soul": str(self.soul.path),
+            # The rule the agent says it followed, recorded with the error (counted all
+            # the same: `SoulSession.followed`).
+            "followed": self.soul.followed(reply),
+        }
+        self.record(EventKind.GENE, payload)
+        self.envelopes.set_developer(self.soul.developer_text(DEVELOPER_GENES))
+        gene = seen.correction.gene
+        if step == "promoted":
+            # STEP-3: the person is told the agent struggles with this behaviour.
+            self.state.notes.append(
+                f"GENE {gene} promoted (second occurrence of its error): this agent is "
+                "struggling with this behaviour"
+            )
+        elif step == "terminated":
+            self.state.notes.append(
+                f"GENE {gene}: its error happened a third time; the runtime ends the session "
+                f"(stopped, reason:{REPEATED_ERROR_REASON})"
+            )
+
+    def persist_genes(self, how: str) -> None:
+        """L2: the session's GENEs to the SOUL before the run ends, whichever way."""
+        if self.soul is None:
+            return
+        done = self.soul.persist()
+        if done is None:
+            return
+        self.record(EventKind.GENE, persisted_payload(self.soul.path, done, how))
+        if done.why:
+            self.state.notes.append(done.why)
+
+    def gene_stop(self) -> EndedBy:
+        """The third occurrence of one error ends the session with a lawful runtime stop
+        (running → stopped, authority:commit, reason `REPEATED_ERROR_REASON`)."""
+        self.committed(self.lifecycle.commit_stopped(self.state.round, REPEATED_ERROR_REASON))
+        return "repeated_error"
 
     # ----------------------------------------------------------------------- loop
     async def run(self, *, resume: bool = False) -> RunResult:
         try:
             return await self.run_rounds(resume)
         finally:
-            # Interrupted (Ctrl-C, an error): what was recorded still goes to the store,
-            # whose close commits it.
-            self.submit_staged()
+            # Interrupted (Ctrl-C, an error): the GENEs are persisted all the same, and
+            # what was recorded still goes to the store, whose close commits it.
+            try:
+                self.persist_genes("interrupted")
+            finally:
+                self.submit_staged()
 
     async def run_rounds(self, resume: bool) -> RunResult:
         attributes: dict[str, AttributeValue | None] = {
@@ -280,6 +346,7 @@ class Orchestrator:
                 self.grader_feedback, self.grader_findings = [], []
         while ended is None:
             ended = await self.round()
+        self.persist_genes(ended)
         result = self.finish(ended)
         await self.durable()
         return result
@@ -409,8 +476,28 @@ class Orchestrator:
         """Classify every claim in the agent's text; apply only accepted ones. Returns
         the feedback lines the agent sees next round."""
         feedback: list[str] = []
-        for claim in read_claims(reply.text):
+        claims = list(read_claims(reply.text))
+        # Fail closed: a reply whose forgery ends the session applies none of its
+        # proposals, not even one written before the forgery (a claim applied first could
+        # leave the task where no runtime stop is lawful).
+        ending = self.soul is not None and (
+            self.soul.ending is not None
+            or any(
+                self.soul.would_end(v.kind, self.state.round)
+                for claim in claims
+                for v in classify(claim, self.lifecycle.state, self.state.round).violations
+            )
+        )
+        for claim in claims:
             proposal = classify(claim, self.lifecycle.state, self.state.round)
+            if ending and proposal.accepted:
+                proposal = proposal.model_copy(
+                    update={
+                        "disposition": "rejected",
+                        "why": "the session ends: an error of this agent happened a third time",
+                        "status": None,
+                    }
+                )
             if (
                 overrun_by
                 and proposal.accepted
@@ -447,6 +534,8 @@ class Orchestrator:
 
     async def after_reply(self, overrun_by: Sequence[object]) -> EndedBy | None:
         current = self.lifecycle.state
+        if self.soul is not None and self.soul.ending is not None and current is State.RUNNING:
+            return self.gene_stop()
         if current is State.CLAIMED_COMPLETE:
             return await self.grade_claim()
         if current in AGENT_ENDS_RUN:
@@ -492,6 +581,10 @@ class Orchestrator:
                 )
             )
             self.committed(self.lifecycle.commit_running(r))
+            # §3 judgment_error: a completion claim the grader rejected.
+            self.gene_finding("claim_rejected")
+            if self.soul is not None and self.soul.ending is not None:
+                return self.gene_stop()
             self.grader_feedback = report.feedback_lines()
             findings = report.findings_text()
             if findings:
@@ -567,6 +660,16 @@ class Orchestrator:
             else DEFAULT_TOOL_TIMEOUT_S
         )
         timeout = max(timeout, 0.001)
+        if self.soul is not None and self.soul.ending is not None:
+            # The session ends: the rest of the reply's calls are not run.
+            result = ToolResult(
+                name=call.name,
+                ok=False,
+                output="not run: the session ends (an error of this agent happened a third time)",
+                id=call.id,
+            )
+            self.state.history.append(tool_result_segment(result))
+            return result
         if call.name == "run_command":  # the one tool that can take long
             await self.allow("run_command", timeout, call_id=call.id)
         self.progress(STARTED, {"what": "tool", "name": call.name})
@@ -586,6 +689,8 @@ class Orchestrator:
         )
         if result.meta.get("error") == "path_escape":
             self.violation("workspace_escape", f"{call.name}: {result.output}")
+        if result.meta.get("secret_redacted"):
+            self.violation("secret_reach", f"{call.name}: the output held a harness secret")
         self.state.history.append(tool_result_segment(result))
         return result
 

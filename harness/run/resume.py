@@ -46,6 +46,9 @@ from harness.run.setup import (
     run_then_close,
     sandbox_policy,
 )
+from harness.soul.file import load_soul, persist
+from harness.soul.session import SoulSession
+from harness.soul.sync import observations_of, persisted_payload, soul_of
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 from harness.workspace.tools import ToolCall, ToolResult
@@ -269,7 +272,8 @@ async def resume_run(
             note = f"the run is {lifecycle.state}: nothing to resume (its recorded result)"
             return result.model_copy(update={"notes": [*result.notes, note]})
     # The recorded model first: the task file may name none (the run was given --model).
-    fallback = task.spec.agent.model if task.spec.agent is not None else (model or "")
+    agent = task.spec.agent
+    fallback = agent.model if agent is not None and agent.model else (model or "")
     recorded = recorded_endpoint(meta, events, fallback)
     if not recorded.model:
         model_uri(task, model)  # neither recorded nor given: the "no model" bad input
@@ -310,6 +314,7 @@ async def resume_run(
     }
     store.append(run_id, EventKind.NOTE, resumed, round=state.round)
     progress(str(EventKind.NOTE), resumed)
+    soul = resumed_soul(store, run_id, events, state.round)
     orchestrator = Orchestrator(
         task=task,
         client=client,
@@ -325,5 +330,24 @@ async def resume_run(
         # unconfined.
         sandbox=sandbox_policy(task, sandbox),
         grading=grading_sources(store, run_id, task),
+        soul=soul,
     )
     return await run_then_close(orchestrator, resume=True, clients=(client, grader_client))
+
+
+def resumed_soul(
+    store: RunStore, run_id: str, events: list[Event], round: int
+) -> SoulSession | None:
+    """After a kill, the GENEs the record holds are persisted first (as `ilh soul sync`
+    does), then the run goes on under the SOUL as it is now on disk (other runs of the
+    agent may have added GENEs), its step numbers continuing the record's."""
+    path, readonly = soul_of(events)
+    if path is None:
+        return None
+    observed = observations_of(events)
+    if observed:
+        done = persist(path, observed, readonly=readonly)
+        store.append(run_id, EventKind.GENE, persisted_payload(path, done, "resume"), round=round)
+    session = SoulSession(path, load_soul(path), run_id, readonly=readonly, observations=observed)
+    session.persisted_steps = len(observed)
+    return session

@@ -22,6 +22,8 @@ from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, no_progress
 from harness.run.recorded import start_inputs
+from harness.soul.file import load_soul
+from harness.soul.session import SoulSession
 from harness.workspace.folder import Workspace, WorkspaceError
 from harness.workspace.sandbox import (
     CONFINED,
@@ -175,12 +177,16 @@ DEFAULT_MODEL = "local:smollm2"
 (it needs the `local` extra, and says so when it is missing)."""
 
 
+def _no_agent_model(task: Task) -> bool:
+    return task.spec.agent is None or task.spec.agent.model is None
+
+
 def model_uri(task: Task, override: str | None) -> str:
     """`--model`, else the task's `[agent] model`. Neither is bad input: silently running
     some default model would spend a budget on an agent nobody chose."""
     if override:
         return override
-    if task.spec.agent is None:
+    if task.spec.agent is None or task.spec.agent.model is None:
         raise InputError(
             task.source or task.folder,
             "E303",
@@ -233,13 +239,17 @@ async def run_task(
     client: ModelClient | None = None,
     grader_client: ModelClient | None = None,
     sandbox: SandboxOverrides = NO_OVERRIDES,
+    soul_readonly: bool = False,
 ) -> RunResult:
     """Run one task. `client`: one already built from the model URI (several tasks are
     set up before any runs, so a bad URI or a missing key stops them all at once);
-    `grader_client` likewise for the grader model."""
+    `grader_client` likewise for the grader model. `soul_readonly`: the run's GENEs go
+    to the SOUL's pending file, for the principal to review (`ilh soul review`)."""
     check_handoff(task)
+    soul_path = soul_of_task(task, store)
+    soul = load_soul(soul_path) if soul_path is not None else None
     # A client handed in (tests, the Python API) names its own model.
-    given = model or (client.name if client is not None and task.spec.agent is None else None)
+    given = model or (client.name if client is not None and _no_agent_model(task) else None)
     uri = model_uri(task, given)
     if client is None:
         client = client_for(uri, task, options=options, on_command_line=model is not None)
@@ -260,6 +270,8 @@ async def run_task(
             "base_url": effective_base_url(uri, options),
             "grader_model": grader_model,
             "sandbox": sandbox_report(policy),
+            "soul": str(soul_path) if soul_path is not None else None,
+            "soul_readonly": soul_readonly,
         },
         inputs=inputs,
         wait=False,
@@ -287,8 +299,29 @@ async def run_task(
         grader_client=grader_client,
         sandbox=policy,
         grading=grading,
+        soul=None
+        if soul_path is None or soul is None
+        else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
     )
     return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
+
+
+def soul_of_task(task: Task, store: RunStore) -> Path | None:
+    """The task's SOUL file, refused (bad input) where an agent could write it: inside
+    the workspace template (`Task.soul_path`) or the store's run folders, where every
+    run's workspace lives."""
+    path = task.soul_path()
+    if path is None:
+        return None
+    runs = (store.path.parent / "runs").resolve()
+    if path == runs or runs in path.parents:
+        raise InputError(
+            task.source or task.folder,
+            "E303",
+            f"agent.soul {str(path)!r} is inside the run folders {str(runs)!r}, where the "
+            "agents' workspaces are: keep the SOUL outside every workspace",
+        )
+    return path
 
 
 def check_handoff(task: Task) -> None:

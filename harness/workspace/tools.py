@@ -280,6 +280,10 @@ def dispatch(
     meta = known.redact_json(result.meta)
     if output is result.output and meta is result.meta:
         return result
+    if output != result.output or meta != result.meta:
+        # The call reached a harness secret (redacted here): the runtime records it as a
+        # secret reach (a boundary breach, `harness.soul`).
+        meta = {**meta, "secret_redacted": True}
     return result.model_copy(update={"output": output, "meta": meta})
 
 
