@@ -17,7 +17,7 @@ ratios are ilang-harness's over each peer's (above 1: the harness costs more).
 A peer that is not installed is skipped with one line. The peers come with the optional
 extra `bench` (`pip install 'ilang-harness[bench]'`, in a venv of its own).
 
-Run: python benchmarks/peers.py [--tasks 200] [--latency-ms 50] [--concurrency 64]
+Run: python -m benchmarks.peers [--tasks 200] [--latency-ms 50] [--concurrency 64]
      [--repeats 3] [--peers inspect,pydantic-ai | none]
 """
 

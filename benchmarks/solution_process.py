@@ -11,13 +11,12 @@ Two figures, each measured side by side in one run (the machine is shared and no
    socket pair, both ends in this process, the solution's end on a thread) against the
    same call made directly. Prints calls per second and microseconds per call.
 
-Run: .venv/bin/python benchmarks/solution_process.py [--repeat 15] [--calls 20000]
+Run: .venv/bin/python -m benchmarks.solution_process [--repeat 15] [--calls 20000]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import socket
 import statistics
@@ -26,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.sandbox import honest_solution
 from graders.criteria import GradingCriterion
 from harness.grading.checks import CheckRunner
 from harness.grading.sandboxed.ilh_bridge import Peer
@@ -34,14 +34,6 @@ from harness.workspace.commands import run_shell
 from harness.workspace.sandbox import CONFINED, find_bwrap
 
 HONEST = Path(__file__).resolve().parents[1] / "examples" / "honest"
-
-
-def honest_solution() -> str:
-    for line in (HONEST / "agent.jsonl").read_text().splitlines():
-        for call in json.loads(line).get("tool_calls", []):
-            if call["name"] == "write_file" and call["arguments"]["path"] == "fizz.py":
-                return str(call["arguments"]["content"])
-    raise SystemExit("examples/honest/agent.jsonl writes no fizz.py")
 
 
 def per_check(repeat: int) -> None:

@@ -48,7 +48,7 @@ from harness.run.setup import (
 )
 from harness.soul.file import load_soul, persist
 from harness.soul.session import SoulSession
-from harness.soul.sync import observations_of, persisted_payload, soul_of
+from harness.soul.sync import observations_of, persisted_payload, soul_of, verified_events
 from harness.workspace.folder import Workspace
 from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 from harness.workspace.tools import ToolCall, ToolResult
@@ -239,15 +239,7 @@ async def resume_run(
     """`model`, `options.base_url` and `grader_model` change the recorded endpoint only
     when given (each change is a note); otherwise the run goes on against the model,
     server and grader it was started with."""
-    run_id = store.resolve_run_id(run_ref)
-    check = store.verify(run_id)
-    if not check.ok:
-        raise InputError(
-            run_ref,
-            "E303",
-            "the run record fails verification; not resumed: " + "; ".join(check.problems[:3]),
-        )
-    events = store.events(run_id)
+    run_id, events = verified_events(store, run_ref, "not resumed")
     started = events[0].payload
     meta = started.get("meta", {})
     inputs = started.get("inputs")

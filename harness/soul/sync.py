@@ -55,17 +55,23 @@ def persisted_payload(path: Path, persisted: Persisted, how: str) -> dict[str, A
     }
 
 
-def sync_run(store: RunStore, run_ref: str) -> tuple[Path, Persisted]:
-    """Persist the GENE occurrences of a recorded run to its SOUL; record that it did."""
+def verified_events(store: RunStore, run_ref: str, refused: str) -> tuple[str, list[Event]]:
+    """The run's id and events, once its record verifies: what a resume or a sync
+    reads must be what the run recorded (`refused`: what is not done otherwise)."""
     run_id = store.resolve_run_id(run_ref)
     check = store.verify(run_id)
     if not check.ok:
         raise InputError(
             run_ref,
             "E303",
-            "the run record fails verification; not synced: " + "; ".join(check.problems[:3]),
+            f"the run record fails verification; {refused}: " + "; ".join(check.problems[:3]),
         )
-    events = store.events(run_id)
+    return run_id, store.events(run_id)
+
+
+def sync_run(store: RunStore, run_ref: str) -> tuple[Path, Persisted]:
+    """Persist the GENE occurrences of a recorded run to its SOUL; record that it did."""
+    run_id, events = verified_events(store, run_ref, "not synced")
     path, readonly = soul_of(events)
     if path is None:
         raise InputError(run_ref, "E303", "the run has no SOUL ([agent] soul in its task file)")
