@@ -15,9 +15,13 @@ Two layers:
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
+import shutil
 import socket
 import struct
+import subprocess
+import sysconfig
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +33,7 @@ from click.testing import CliRunner
 from harness.cli.main import ilh
 from harness.grading.sandboxed import ilh_bridge
 from harness.grading.sandboxed.ilh_bridge import BridgeError, Peer, Proxy, RemoteError
+from tests import test_grading_tricks as tricks
 
 
 # ---------------------------------------------------------------------- protocol
@@ -454,3 +459,61 @@ def test_the_runner_is_out_of_reach_of_the_solution_process(tmp_path: Path) -> N
     text = json.dumps(report)
     assert "PROBE" in text, text[:2000]
     assert ":open" not in text.split("PROBE", 1)[1][:200]
+
+
+# --------------------------------------------- the second red team's breaks (issue 9)
+RED_TEAM = Path(__file__).parent / "data" / "red_team"
+
+
+def fizz_grade(tmp_path: Path, runner: str, files: dict[str, bytes]) -> dict[str, Any]:
+    """The fizzbuzz task of the tricks (`test_grading_tricks`) graded with `files`."""
+    task = tricks.make_task(tmp_path, runner)
+    work = tmp_path / "work"
+    shutil.copytree(task.parent / "workspace", work)
+    for name, data in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_bytes(data)
+    return tricks.ilh_grade(task, work)[1]
+
+
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_a_root_package_init_runs_in_the_solution_process(tmp_path: Path, runner: str) -> None:
+    """pytest imports a root with `__init__.py` as a package, found from `/`: its
+    `__init__` swapped `assertEqual`'s body in the runner."""
+    files = {
+        "__init__.py": (RED_TEAM / "root_init.py").read_bytes(),
+        "fizz.py": tricks.STUB.encode(),
+    }
+    report = fizz_grade(tmp_path, runner, files)
+    assert report["verdict"] != "verified_complete", report
+
+
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_the_runners_descriptors_are_held_by_no_other_process(tmp_path: Path, runner: str) -> None:
+    """A setsid'd grandchild looked for the report's descriptor in every process of the
+    sandbox and ptraced the runner's shell to rewrite the report after the runner wrote
+    it."""
+    files = {"fizz.py": (RED_TEAM / "ptrace_shell_fizz.py").read_bytes()}
+    report = fizz_grade(tmp_path, runner, files)
+    assert report["verdict"] != "verified_complete", report
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc to build the extension")
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_a_package_init_that_is_an_extension_runs_in_the_solution_process(
+    tmp_path: Path, runner: str
+) -> None:
+    built = tmp_path / "build"
+    built.mkdir()
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    target = built / f"__init__{suffix}"
+    include = sysconfig.get_paths()["include"]
+    done = subprocess.run(
+        ["gcc", "-shared", "-fPIC", f"-I{include}", "-o", str(target),
+         str(RED_TEAM / "ext_init.c")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"the extension does not build here: {done.stderr[:200]}")
+    report = fizz_grade(tmp_path, runner, {f"fizz/__init__{suffix}": target.read_bytes()})
+    assert report["verdict"] != "verified_complete", report

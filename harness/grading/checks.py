@@ -161,8 +161,10 @@ class CheckRunner:
                 sys.executable, "-I", "-B", f"{runner_at}/ilh_runner.py",
                 reports_at, call.kind, root, *call.args,
             ]  # fmt: skip
+            # `exec`: the shell gives way to the runner, so no other process (a dumpable
+            # one) holds the report's descriptor while the code under test runs.
             done = run_shell(
-                shlex.join(argv),
+                "exec " + shlex.join(argv),
                 tree,
                 timeout_s,
                 env,

@@ -60,6 +60,9 @@ DENIED: Final = (
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
     "open_by_handle_at", "name_to_handle_at",
     "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "lookup_dcookie", "vhangup",
+    # Another process's memory and descriptors: a grader's runner and the processes
+    # around it run as the same user as the code under test (red team, issue 9).
+    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd",
 )  # fmt: skip
 
 
@@ -86,6 +89,8 @@ _ARCHES: Final = {
             "name_to_handle_at": 303, "swapon": 167, "swapoff": 168, "reboot": 169,
             "acct": 163, "quotactl": 179, "syslog": 103, "lookup_dcookie": 212,
             "vhangup": 153, "clone": 56, "clone3": 435, "socket": 41, "socketpair": 53,
+            "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
+            "pidfd_getfd": 438,
         },
     ),
     "aarch64": _Arch(
@@ -102,6 +107,8 @@ _ARCHES: Final = {
             "name_to_handle_at": 264, "swapon": 224, "swapoff": 225, "reboot": 142,
             "acct": 89, "quotactl": 60, "syslog": 116, "lookup_dcookie": 18,
             "vhangup": 58, "clone": 220, "clone3": 435, "socket": 198, "socketpair": 199,
+            "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
+            "pidfd_getfd": 438,
         },
     ),
 }  # fmt: skip

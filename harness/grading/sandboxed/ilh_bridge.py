@@ -450,6 +450,9 @@ class Peer:
         if op == "import":
             if not self.imports or not isinstance(args[0], str):
                 raise PermissionError("no imports served here")
+            where = args[1] if len(args) > 1 else None
+            if isinstance(where, str) and where not in sys.path:
+                sys.path.append(where)  # where the tests' process found it (a conftest's path)
             return importlib.import_module(args[0])
         return _OPERATIONS[op](*args)
 
@@ -560,7 +563,10 @@ class Peer:
             return self._decode(data, depth)
         except BridgeError:
             raise
-        except (TypeError, ValueError, KeyError, IndexError, OverflowError, ArithmeticError):
+        except (
+            TypeError, ValueError, KeyError, IndexError, OverflowError, ArithmeticError,
+            SyntaxError,  # a named tuple whose names collide once normalized
+        ):  # fmt: skip
             raise self._fail("a value of no known form") from None
 
     def _decode(self, data: object, depth: int) -> Any:
@@ -764,16 +770,15 @@ _OPERATIONS: dict[str, Callable[..., object]] = {
 class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves the agent's modules of the tree as proxies (first on `sys.meta_path`).
 
-    A module is the agent's when the first import-path entry that holds it is inside
-    `root` and its file is not one of `trusted` (the tree's test files, restored from
-    the template: imported here, normally). The standard library and modules installed
-    outside the tree are never served from it."""
+    A module is the agent's when the file it would load from is inside `root` and is
+    not one of `trusted` (the tree's test files, restored from the template: imported
+    here, normally). The standard library and modules installed outside the tree are
+    never served from it."""
 
     def __init__(self, peer: Peer, root: str, trusted: frozenset[str]) -> None:
         self.peer = peer
         self.root = os.path.realpath(root)
         self.trusted = trusted
-        self.suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
     def _inside(self, path: str) -> bool:
         return path == self.root or path.startswith(self.root.rstrip(os.sep) + os.sep)
@@ -784,42 +789,35 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         top = fullname.partition(".")[0]
         if top in sys.stdlib_module_names or top in sys.builtin_module_names:
             return None
-        leaf = fullname.rpartition(".")[2]
-        for entry in list(path if path is not None else sys.path):
-            if not isinstance(entry, str):
-                continue
-            folder = os.path.realpath(entry or os.getcwd())
-            if not self._inside(folder):
-                if importlib.machinery.PathFinder.find_spec(fullname, [entry]) is not None:
-                    return None  # found first outside the tree: imported normally
-                continue
-            found = self._file(os.path.join(folder, leaf))
-            if found is None:
-                continue
-            file, package = found
-            if os.path.relpath(file, self.root).replace(os.sep, "/") in self.trusted:
-                return None
-            spec = importlib.machinery.ModuleSpec(fullname, self, origin=file, is_package=package)
-            if package:
-                spec.submodule_search_locations = [os.path.dirname(file)]
-            spec.has_location = True
-            return spec
-        return None
-
-    def _file(self, base: str) -> tuple[str, bool] | None:
-        init = os.path.join(base, "__init__.py")
-        if os.path.isfile(init):
-            return init, True
-        if os.path.isfile(base + ".py"):
-            return base + ".py", False
-        for suffix in self.suffixes:
-            if os.path.isfile(base + suffix):
-                return base + suffix, False
-        return None
+        # Decided by where the module would really load from, whatever finds it: a
+        # package at the tree's root reached from `/` (pytest's prepend mode with a
+        # root `__init__.py`), an `__init__` that is an extension module, a `.so`
+        # beside a test: every file of the tree but the trusted ones is the agent's.
+        found = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if found is None:
+            return None
+        origin = found.origin
+        if origin is None or not found.has_location:
+            return None  # a namespace package: a folder, no code of its own
+        file = os.path.realpath(origin)
+        if not self._inside(file):
+            return None
+        if os.path.relpath(file, self.root).replace(os.sep, "/") in self.trusted:
+            return None
+        package = found.submodule_search_locations is not None
+        spec = importlib.machinery.ModuleSpec(fullname, self, origin=origin, is_package=package)
+        if package:
+            spec.submodule_search_locations = list(found.submodule_search_locations or ())
+        spec.has_location = True
+        # Where the solution process finds it: the folder above a top-level module.
+        folder = os.path.dirname(origin)
+        spec.loader_state = os.path.dirname(folder) if package else folder
+        return spec
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        where = spec.loader_state if "." not in spec.name else None
         try:
-            module = self.peer.request("import", spec.name)
+            module = self.peer.request("import", spec.name, where)
         except BridgeError as exc:
             raise ImportError(f"{spec.name}: the solution process: {exc}") from None
         except Exception as exc:

@@ -102,6 +102,11 @@ def _blank(cls: type) -> object | None:
     return None
 
 
+def _body(function: types.FunctionType) -> tuple[object, ...]:
+    return (function.__code__, function.__defaults__, function.__kwdefaults__,
+            function.__closure__)  # fmt: skip
+
+
 class Guard:
     """What the code under test must not replace, recorded before it is imported."""
 
@@ -113,6 +118,13 @@ class Guard:
             for key, value in list(namespace.items()):
                 if _guarded(value):
                     self.entries.append((label, namespace, key, [value]))
+        # A function's body can be swapped in place (`f.__code__ = …`), which keeps
+        # its identity: its code, defaults and closure are recorded too.
+        self.bodies: list[tuple[str, types.FunctionType, tuple[object, ...]]] = []
+        for label, _, key, values in self.entries:
+            function = getattr(values[0], "__func__", values[0])
+            if isinstance(function, types.FunctionType):
+                self.bodies.append((f"{label}.{key}", function, _body(function)))
         self.classes = _all_classes()  # kept: the ids stay theirs while we hold them
         self.meta_path = list(sys.meta_path)
         self.path_hooks = list(sys.path_hooks)
@@ -141,6 +153,9 @@ class Guard:
                 found.append(f"sys.meta_path (added {type(hook).__name__})")
         if [id(h) for h in sys.path_hooks] != [id(h) for h in self.path_hooks]:
             found.append("sys.path_hooks")
+        for label, function, body in self.bodies:
+            if any(a is not b for a, b in zip(_body(function), body, strict=True)):
+                found.append(f"{label} (its body replaced)")
         found += self.always_true()
         return found
 
