@@ -481,7 +481,7 @@ def test_a_root_package_init_runs_in_the_solution_process(tmp_path: Path, runner
     """pytest imports a root with `__init__.py` as a package, found from `/`: its
     `__init__` swapped `assertEqual`'s body in the runner."""
     files = {
-        "__init__.py": (RED_TEAM / "root_init.py").read_bytes(),
+        "__init__.py": (RED_TEAM / "root_init.py.txt").read_bytes(),
         "fizz.py": tricks.STUB.encode(),
     }
     report = fizz_grade(tmp_path, runner, files)
@@ -493,7 +493,7 @@ def test_the_runners_descriptors_are_held_by_no_other_process(tmp_path: Path, ru
     """A setsid'd grandchild looked for the report's descriptor in every process of the
     sandbox and ptraced the runner's shell to rewrite the report after the runner wrote
     it."""
-    files = {"fizz.py": (RED_TEAM / "ptrace_shell_fizz.py").read_bytes()}
+    files = {"fizz.py": (RED_TEAM / "ptrace_shell_fizz.py.txt").read_bytes()}
     report = fizz_grade(tmp_path, runner, files)
     assert report["verdict"] != "verified_complete", report
 
