@@ -683,15 +683,6 @@ class RunnerReport(BaseModel):
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 
 
-def read_report(path: Path) -> RunnerReport | None:
-    try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
-            return None
-        return parse_report(path.read_bytes())
-    except OSError:
-        return None
-
-
 def parse_report(data: bytes) -> RunnerReport | None:
     """The runner's report from its bytes (None when absent, oversized or malformed)."""
     if not data or len(data) > MAX_REPORT_BYTES:

@@ -501,7 +501,7 @@ class Peer:
         if isinstance(value, Proxy | ProxyModule):
             raise BridgeError("an object of another peer")
         deeper = depth + 1
-        if isinstance(value, bool | int):
+        if isinstance(value, int):
             return int(value)
         if isinstance(value, str):
             return str.__str__(value)
@@ -534,10 +534,10 @@ class Peer:
             return ["path", str(value)]
         if isinstance(value, range):
             return ["range", value.start, value.stop, value.step]
+        if isinstance(value, datetime.timedelta):
+            return ["timedelta", value.days, value.seconds, value.microseconds]
         for tag, cls in _TIMES:
             if isinstance(value, cls):
-                if isinstance(value, datetime.timedelta):
-                    return [tag, value.days, value.seconds, value.microseconds]
                 return [tag, value.isoformat()]  # type: ignore[attr-defined]
         if isinstance(value, type):
             if _builtin_class(value.__name__) is value:
@@ -668,7 +668,6 @@ _TIMES: tuple[tuple[str, type], ...] = (
     ("datetime", datetime.datetime),  # before date: a datetime is a date
     ("date", datetime.date),
     ("time", datetime.time),
-    ("timedelta", datetime.timedelta),
 )
 
 

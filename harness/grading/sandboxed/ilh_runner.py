@@ -3,12 +3,14 @@
     python -I -B ilh_runner.py REPORT_DIR KIND ROOT [RUNNER ARGS...]
 
 KIND is `pytest` or `unittest`; ROOT is the graded tree (the working directory); REPORT_DIR
-is a folder outside the tree where this runner writes `report.json` (and pytest its
-JUnit XML). The harness reads them after the process ended (`graders/runners.py`).
+is a folder outside the tree holding the harness's `nonce` and `bridge.json` (the
+report's descriptor, the tree's trusted files), where pytest writes its JUnit XML. The
+report goes to the descriptor; the harness reads it after the process ended
+(`graders/runners.py`).
 
 This file runs standalone (isolated mode, no harness import): it is mounted read-only,
-so the code under test cannot change it on disk. In memory it can, since the tests
-import that code into this process; what this runner does about it:
+so the code under test cannot change it on disk. The agent's code does not run in this
+process (below); the guard is a second line, and what it does:
 
 * the harness's secret for this run (`REPORT_DIR/nonce`) is read and deleted before any
   test code is imported: a report written by anyone else lacks it;
@@ -21,16 +23,13 @@ import that code into this process; what this runner does about it:
   `TestResult.addFailure`, a fake finder serving a test module…);
 * classes created while the tests ran whose `__eq__` or `__contains__` says yes to any
   fresh value (an always-equal `str` subclass) are reported as tampering too;
-* the report is written last, atomically, and the process ends with `os._exit`, so no
-  `atexit` hook or finalizer of the code under test runs after it; exit 0 only after a
-  report of a green run.
+* the report is written last and the process ends with `os._exit`, so no `atexit` hook
+  or finalizer runs after it; exit 0 only after a report of a green run.
 
-With `bridge.json` in REPORT_DIR (the harness always writes it), the code under test
-does not run here at all: the agent's modules are served from a solution process
-(`ilh_bridge.py`) through proxies, this process is made non-dumpable before that process
-starts, and the report goes to a descriptor only this process holds (`report_fd`,
-truncated and rewritten last). The guard above stays as a second line: a profile hook
-or a traceback's `f_back` in the solution process sees only that process's frames.
+The agent's modules are served from a solution process (`ilh_bridge.py`) through
+proxies; this process is made non-dumpable before that process starts, and the report
+goes to a descriptor only this process holds (truncated and rewritten last). A profile
+hook or a traceback's `f_back` in the solution process sees only that process's frames.
 """
 
 from __future__ import annotations
@@ -411,25 +410,21 @@ def main(argv: list[str]) -> None:
         print("usage: ilh_runner.py REPORT_DIR pytest|unittest ROOT [ARGS...]", file=sys.stderr)
         os._exit(2)
     report_dir, kind, root, args = argv[0], argv[1], argv[2], argv[3:]
-    exit_now, replace, dumps, sha256 = os._exit, os.replace, json.dumps, hashlib.sha256
+    exit_now, dumps, sha256 = os._exit, json.dumps, hashlib.sha256
     open_file, flush_out, flush_err = builtins.open, sys.stdout.flush, sys.stderr.flush
     nonce_path = os.path.join(report_dir, "nonce")
     with open_file(nonce_path, encoding="ascii") as handle:
         nonce = handle.read().strip()
     os.unlink(nonce_path)
-    # The solution process and the private report (see `ilh_bridge`), when the harness
-    # asks for them: read and removed before any other process of this user exists.
+    # The private report and the tree's trusted files (see `ilh_bridge`): read and
+    # removed before any other process of this user exists.
     bridge_path = os.path.join(report_dir, "bridge.json")
-    bridge_config: dict[str, Any] = {}
-    if os.path.exists(bridge_path):
-        with open_file(bridge_path, encoding="utf-8") as config_file:
-            bridge_config = json.load(config_file)
-        os.unlink(bridge_path)
-    report_fd = bridge_config.get("report_fd")
-    if isinstance(report_fd, int):
-        os.set_inheritable(report_fd, False)
-    if bridge_config:
-        _not_dumpable()
+    with open_file(bridge_path, encoding="utf-8") as config_file:
+        bridge_config = json.load(config_file)
+    os.unlink(bridge_path)
+    report_fd = int(bridge_config["report_fd"])
+    os.set_inheritable(report_fd, False)
+    _not_dumpable()
 
     # The runner, imported completely before the tree is on the import path.
     import unittest
@@ -444,7 +439,7 @@ def main(argv: list[str]) -> None:
         rewrite_hook = _pytest.assertion.rewrite.AssertionRewritingHook
         allowed = lambda hook: isinstance(hook, rewrite_hook)  # noqa: E731
         prefixes = prefixes + _GUARDED_PYTEST
-    bridge = _load_bridge() if bridge_config else None
+    bridge = _load_bridge()
     gc.collect()
     guard = Guard(prefixes)
     findings = guard.findings
@@ -453,27 +448,22 @@ def main(argv: list[str]) -> None:
 
     os.chdir(root)
     sys.path.insert(0, root)  # as `python -m` would: the tree's modules importable
-    solution_pid: int | None = None
+    here = os.path.dirname(os.path.abspath(__file__))
+    peer, solution_pid = bridge.start_solution(root, here)
+    trusted = frozenset(str(t) for t in bridge_config.get("trusted") or ())
+    finder = bridge.SolutionFinder(peer, root, trusted)
+    sys.meta_path.insert(0, finder)
+    before = allowed
+    allowed = lambda hook: hook is finder or before(hook)  # noqa: E731
 
     def front() -> None:
         """The solution's modules are served as proxies before any other finder (pytest's
         assertion rewriter, installed later, would import a module its configuration
         names into this process)."""
-
-    if bridge is not None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        peer, solution_pid = bridge.start_solution(root, here)
-        trusted = frozenset(str(t) for t in bridge_config.get("trusted") or ())
-        finder = bridge.SolutionFinder(peer, root, trusted)
-        sys.meta_path.insert(0, finder)
-        before = allowed
-        allowed = lambda hook: hook is finder or before(hook)  # noqa: E731
-
-        def front() -> None:
-            if sys.meta_path[:1] != [finder]:
-                if finder in sys.meta_path:
-                    sys.meta_path.remove(finder)
-                sys.meta_path.insert(0, finder)
+        if sys.meta_path[:1] != [finder]:
+            if finder in sys.meta_path:
+                sys.meta_path.remove(finder)
+            sys.meta_path.insert(0, finder)
 
     status = 2
     try:
@@ -484,9 +474,8 @@ def main(argv: list[str]) -> None:
     except BaseException as stop:
         print(f"ilh runner: the run ended with {type(stop).__name__}", file=sys.stderr)
         status = 3
-    if solution_pid is not None:
-        with contextlib.suppress(OSError):
-            os.killpg(solution_pid, 9)
+    with contextlib.suppress(OSError):
+        os.killpg(solution_pid, 9)
     tampered = findings(allowed)
     junit_digest = None
     if kind == "pytest":
@@ -506,19 +495,13 @@ def main(argv: list[str]) -> None:
         "tampered": tampered,
         "junit_sha256": junit_digest,
     }
-    if isinstance(report_fd, int):
-        # Only this process holds the descriptor (not inherited, not dumpable): whatever
-        # was written to it before (a callback the solution abused) is cut away.
-        data = dumps(report).encode("utf-8")
-        os.ftruncate(report_fd, 0)
-        written = 0
-        while written < len(data):
-            written += os.pwrite(report_fd, data[written:], written)
-    else:
-        partial = os.path.join(report_dir, ".report.partial")
-        with open_file(partial, "w", encoding="utf-8") as handle:
-            handle.write(dumps(report))
-        replace(partial, os.path.join(report_dir, "report.json"))
+    # Only this process holds the descriptor (not inherited, not dumpable): whatever
+    # was written to it before (a callback the solution abused) is cut away.
+    data = dumps(report).encode("utf-8")
+    os.ftruncate(report_fd, 0)
+    written = 0
+    while written < len(data):
+        written += os.pwrite(report_fd, data[written:], written)
     try:
         flush_out()
         flush_err()
