@@ -136,6 +136,25 @@ def test_openai_sends_tool_calls_and_their_results_paired_by_id() -> None:
     assert messages[4] == {"role": "tool", "tool_call_id": "call_7", "content": "file text"}
 
 
+def test_openai_body_is_what_the_sdks_own_transform_would_send() -> None:
+    """The client posts its JSON through the SDK without `create`'s parameter transform
+    (it costs a third of a call's CPU). That is sound only while the transform changes
+    nothing in what we send: a conversation with every message kind, tool calls and the
+    tool schemas must come out of it unchanged, or this fails on an SDK upgrade."""
+    from openai._utils import async_maybe_transform
+    from openai.types.chat import completion_create_params
+
+    script = Script([ok(OPENAI.reply("ok"))])
+    run(OPENAI.client(script).complete(conversation()))
+    body = script.bodies()[0]
+    assert body["tools"] and any(m.get("tool_calls") for m in body["messages"])
+    for params in (
+        completion_create_params.CompletionCreateParamsNonStreaming,
+        completion_create_params.CompletionCreateParamsStreaming,
+    ):
+        assert run(async_maybe_transform(body, params)) == body
+
+
 def test_anthropic_sends_system_apart_and_tool_results_first_in_the_user_turn() -> None:
     script = Script([ok(ANTHROPIC.reply("ok"))])
     run(ANTHROPIC.client(script).complete(conversation()))

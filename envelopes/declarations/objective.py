@@ -22,6 +22,7 @@ The canonical body text, which `body_digest` hashes, is one line `KEY: value` pe
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, ClassVar, Self
@@ -72,10 +73,17 @@ def _free_char_ok(ch: str) -> bool:
     return ch != FULLWIDTH_PIPE and value_char_allowed(ch) and not ch.isspace()
 
 
+# Printable ASCII and the space: every such character passes `_free_char_ok`, so the
+# common value is judged in one C-level match instead of a Python call per character.
+_PRINTABLE_ASCII = re.compile(r"[ -~]*")
+
+
 def _free_text_ok(value: str) -> bool:
     """Whether a body value reads back unchanged as unquoted free text."""
     if value == "" or value[0].isspace() or value[-1].isspace() or value[0] == '"':
         return False
+    if _PRINTABLE_ASCII.fullmatch(value):
+        return True
     return all(_free_char_ok(ch) for ch in value)
 
 

@@ -42,7 +42,7 @@ from harness.models.interface import (
     ModelClient,
     ModelReply,
     ModelRequest,
-    ReportsAttempts,
+    reports_attempts,
 )
 from harness.models.secrecy import RequestRedactor, redact_reply
 from harness.record.events import Event, EventKind
@@ -180,9 +180,9 @@ class Orchestrator:
         self.redact_request = RequestRedactor()
         self.estimate_input = ConversationEstimate(client)
         # Every attempt, retries too, the agent's and the grader's, is recorded.
-        if isinstance(client, ReportsAttempts):
+        if reports_attempts(client):
             client.on_attempt = self.attempt_made
-        if isinstance(grader_client, ReportsAttempts):
+        if reports_attempts(grader_client):
             grader_client.on_attempt = self.grader_attempt_made
         # The grader stage (DESIGN §4): without a grader client, tool checks only.
         self.grader = Grader(

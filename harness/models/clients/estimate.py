@@ -70,7 +70,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from budgets.estimate import CALL_OVERHEAD, MESSAGE_OVERHEAD, estimate_messages, estimate_tokens
 from harness.models.clients.convert import call_arguments_json
-from harness.models.interface import EstimatesInput, Message
+from harness.models.interface import Message, estimates_input
 from harness.models.memo import PerMessage
 from harness.workspace.tools import ToolSpec
 
@@ -250,7 +250,7 @@ def input_estimate_for(
     """The estimate the clamp uses for `client`: its own when it knows what its provider
     sends (`EstimatesInput`), else the plain estimate of the message texts (scripted
     agents, whose usage is written in their script or estimated the same way)."""
-    if isinstance(client, EstimatesInput):
+    if estimates_input(client):
         return client.estimate_input(messages, tools)
     return estimate_messages(m.content for m in messages)
 
@@ -265,7 +265,7 @@ class ConversationEstimate:
         self._plain = PerMessage(_plain_tokens)
 
     def __call__(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> int:
-        if isinstance(self._client, EstimatesInput):
+        if estimates_input(self._client):
             return self._client.estimate_input(messages, tools)
         return sum(self._plain(messages)) + CALL_OVERHEAD
 
