@@ -12,6 +12,12 @@ time per task (every thread: the event loop, the record's writer, the SDK; these
 run no commands, so all of it is the harness's own cost, the mock transport's few
 microseconds aside).
 
+Then the floor at the same level, right after: the same number of calls, with the body
+the harness sent, through the bare SDK alone (no harness), once by
+`chat.completions.create` (what a plain SDK user runs) and once by the SDK's `post`
+(the harness's path, without `create`'s parameter transform). No runtime can beat its
+own HTTP client: "beyond SDK" is the harness's CPU per task minus the `post` floor.
+
 Run: .venv/bin/python benchmarks/concurrency.py [--tasks 200] [--latency-ms 50]
      [--levels 1,16,64] [--store-dir DIR]
 """
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import openai
 
 from harness.cli.logs import configure_logging
 from harness.inputs.task_file import Task, load_task
@@ -75,19 +82,57 @@ def write_task(folder: Path) -> Path:
     return path
 
 
-def client(latency_s: float) -> OpenAIClient:
+def transport(latency_s: float, bodies: list[bytes] | None = None) -> httpx2.MockTransport:
+    """The mock model: every request answered after `latency_s`; the first body kept."""
+
     async def answer(request: httpx2.Request) -> httpx2.Response:
+        if bodies is not None and not bodies:
+            bodies.append(request.content)
         await asyncio.sleep(latency_s)
         return httpx2.Response(200, json=REPLY)
 
-    return OpenAIClient("bench", api_key="bench-key", transport=httpx2.MockTransport(answer))
+    return httpx2.MockTransport(answer)
+
+
+def client(latency_s: float, bodies: list[bytes] | None = None) -> OpenAIClient:
+    return OpenAIClient("bench", api_key="bench-key", transport=transport(latency_s, bodies))
+
+
+async def bare_sdk(
+    body: dict[str, Any], calls: int, level: int, latency_s: float, how: str
+) -> None:
+    """`calls` requests with `body` through the SDK alone, `level` at a time."""
+    async with httpx2.AsyncClient(transport=transport(latency_s)) as http:
+        sdk = openai.AsyncOpenAI(api_key="bench-key", max_retries=0, http_client=http)
+        gate = asyncio.Semaphore(level)
+
+        async def one() -> None:
+            async with gate:
+                if how == "create":
+                    await sdk.chat.completions.create(**body)
+                else:
+                    await sdk.post("/chat/completions", body=body, cast_to=httpx2.Response)
+
+        await asyncio.gather(*(one() for _ in range(calls)))
+
+
+def timed(work: Any) -> tuple[float, float]:
+    """(wall s, process CPU s) of running the coroutine `work`."""
+    began, cpu_began = time.perf_counter(), time.process_time()
+    asyncio.run(work)
+    return time.perf_counter() - began, time.process_time() - cpu_began
 
 
 async def run_batch(
-    task: Task, store: RunStore, tasks: int, level: int, latency_s: float
+    task: Task,
+    store: RunStore,
+    tasks: int,
+    level: int,
+    latency_s: float,
+    bodies: list[bytes] | None = None,
 ) -> list[RunResult]:
     def job() -> Any:
-        return lambda: run_task(task, store, model="openai:bench", client=client(latency_s))
+        return lambda: run_task(task, store, model="openai:bench", client=client(latency_s, bodies))
 
     return await gather_limited([job() for _ in range(tasks)], level)
 
@@ -107,37 +152,50 @@ def main() -> None:
         f"python {platform.python_version()}, {os.cpu_count()} cpu(s)"
     )
     print(
-        f"{'concurrency':>11} {'wall s':>8} {'ideal s':>8} {'efficiency':>10} "
-        f"{'cpu ms/task':>11} {'tasks/s':>8} {'speed-up':>9}"
+        f"{'concurrency':>11} {'side':>12} {'wall s':>8} {'ideal s':>8} {'efficiency':>10} "
+        f"{'cpu ms/task':>11} {'beyond SDK':>10}"
     )
-    base: float | None = None
     rows = []
     with tempfile.TemporaryDirectory(dir=args.store_dir) as tmp:
         task = load_task(write_task(Path(tmp)))
         for level in levels:
+            ideal = math.ceil(args.tasks / level) * latency
+            bodies: list[bytes] = []
             with RunStore(Path(tmp) / f"runs-{level}.db") as store:
-                began, cpu_began = time.perf_counter(), time.process_time()
-                results = asyncio.run(run_batch(task, store, args.tasks, level, latency))
-                wall = time.perf_counter() - began
-                cpu_ms = (time.process_time() - cpu_began) / args.tasks * 1000
+                results: list[RunResult] = []
+
+                async def harness(
+                    store: RunStore = store,
+                    level: int = level,
+                    bodies: list[bytes] = bodies,
+                    into: list[RunResult] = results,
+                ) -> None:
+                    into.extend(await run_batch(task, store, args.tasks, level, latency, bodies))
+
+                sides = {"harness": timed(harness())}
                 assert all(r.ended_by == "budget" for r in results), "every task ran its round"
                 assert len({r.run_id for r in results}) == args.tasks
-            base = base or wall
-            ideal = math.ceil(args.tasks / level) * latency
-            rows.append(
-                {
-                    "concurrency": level,
-                    "wall_s": round(wall, 3),
-                    "ideal_s": round(ideal, 3),
-                    "efficiency": round(ideal / wall, 3),
-                    "cpu_ms_per_task": round(cpu_ms, 2),
-                    "speedup": round(base / wall, 2),
-                }
-            )
-            print(
-                f"{level:>11} {wall:>8.3f} {ideal:>8.3f} {ideal / wall:>10.2f} {cpu_ms:>11.2f} "
-                f"{args.tasks / wall:>8.1f} {base / wall:>8.2f}x"
-            )
+            body = json.loads(bodies[0])
+            for how in ("create", "post"):
+                sides[f"SDK {how}"] = timed(bare_sdk(body, args.tasks, level, latency, how))
+            floor_ms = sides["SDK post"][1] / args.tasks * 1000
+            for side, (wall, cpu) in sides.items():
+                cpu_ms = cpu / args.tasks * 1000
+                beyond = f"{cpu_ms - floor_ms:>10.2f}" if side == "harness" else f"{'':>10}"
+                print(
+                    f"{level:>11} {side:>12} {wall:>8.3f} {ideal:>8.3f} {ideal / wall:>10.2f} "
+                    f"{cpu_ms:>11.2f} {beyond}"
+                )
+                rows.append(
+                    {
+                        "concurrency": level,
+                        "side": side,
+                        "wall_s": round(wall, 3),
+                        "ideal_s": round(ideal, 3),
+                        "efficiency": round(ideal / wall, 3),
+                        "cpu_ms_per_task": round(cpu_ms, 2),
+                    }
+                )
     print(json.dumps(rows))
 
 

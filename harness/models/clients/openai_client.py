@@ -138,7 +138,7 @@ class OpenAIClient(SdkClient):
         # `chat.completions.create`'s parameter transform: that walks every message
         # against the SDK's TypedDicts (a third of a call's CPU at 64 tasks at a time) to
         # rename aliased keys and format dates and files, and the plain JSON built here
-        # has none of those (tests/test_openai_client.py holds the transform to identity
+        # has none of those (tests/test_clients_providers.py holds the transform to identity
         # on such a request, so an SDK that starts changing one fails a test).
         response = await self._sdk.post(
             "/chat/completions",
