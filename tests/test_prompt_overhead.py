@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from envelopes.declarations import WRITER_STATES, Authority, State
+from harness.certify.refuter import REFUTER_CONTRACT
 from harness.context.agent import DEVELOPER_GENES, SYSTEM_CONTRACT
 from harness.enforce.authority import classify
 from harness.enforce.claims import read_claims
+from harness.grading.context import GRADER_CONTRACT
 from harness.models.clients.estimate import typescript_tools
 from harness.workspace.tools import (
     _ARGS_MODELS,
@@ -189,3 +191,14 @@ def test_the_tool_descriptions_still_tell_what_the_outputs_do_not() -> None:
     # What all five share is said once, in the contract, not five times.
     for description in by_name.values():
         assert "workspace" not in description
+
+
+@pytest.mark.parametrize(
+    "contract",
+    [SYSTEM_CONTRACT, GRADER_CONTRACT, REFUTER_CONTRACT],
+    ids=["agent", "grader", "refuter"],
+)
+def test_every_model_offered_the_tools_is_told_where_their_paths_start(contract: str) -> None:
+    """The descriptions no longer say it (each call would pay for it five times): the
+    contract of each model that gets tools says it once."""
+    assert "relative to" in contract and "the default" in contract
