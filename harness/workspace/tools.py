@@ -194,26 +194,22 @@ _ARGS_MODELS: dict[str, type[_Args]] = {
     "run_command": RunCommandArgs,
 }
 
-# Terse on purpose: every call re-sends them (DESIGN §5's fixed prompt overhead). Each
-# keeps what the model must know to use the tool: its scope, its cap, its output's form.
+# Terse on purpose: every call re-sends them (the fixed prompt overhead, issue 11: at most
+# 600 tokens with the contract). What all five share is said once, in the system
+# contract: tools act only in the workspace, paths are relative to its root, the root is
+# the default. Each description keeps only what the name and the output do not show: how
+# much a read shows, a write's cap and that it makes folders, the regex dialect and that
+# it matches per line, the shell and its time limit. The outputs say the rest themselves
+# (a cut read or listing, a capped grep, `[exit code: N]`).
 _DESCRIPTIONS: dict[str, str] = {
-    "read_file": f"Read a workspace text file (first {MAX_READ_BYTES} bytes).",
+    "read_file": f"Shows the first {MAX_READ_BYTES // 1024} KiB.",
     "write_file": (
-        f"Write a whole workspace text file (max {MAX_WRITE_BYTES} bytes), making parent "
-        "folders; never through a symlink."
+        f"Writes the whole file (max {MAX_WRITE_BYTES // (1024 * 1024)} MiB), making parent "
+        "folders."
     ),
-    "list_files": (
-        f"List a workspace folder recursively (default the root; max {MAX_LIST_ENTRIES}); "
-        "folders end in /."
-    ),
-    "grep": (
-        "Python-regex search of workspace text files (path default the root); prints "
-        f"path:line:text, max {MAX_GREP_MATCHES}."
-    ),
-    "run_command": (
-        "Run a /bin/sh -c command in the workspace (time limit, minimal env); returns "
-        "stdout+stderr (capped) and the exit code."
-    ),
+    "list_files": "Recursive; folders end in /.",
+    "grep": "Python regex, matched per line.",
+    "run_command": "Runs /bin/sh -c with a time limit.",
 }
 
 

