@@ -1,16 +1,19 @@
-"""The single-pass reader against a frozen copy of the reader it replaced (commit 4dad602,
-kept in `tests/parser_frozen/`): every input must give the same document, node for node
-(line and column included, which `==` leaves out, so `repr` is compared too), the same
-findings, the same lint output and, for chains, the same chain or the same error.
+"""The product's reader against a frozen copy of the reader it replaced (commit 4dad602,
+kept in `tests/parser_frozen/` with the dataclass nodes and the lint of commit a4f8d26): every
+input must give the same document, node for node (`repr` names every field, line and column
+included), the same findings, the same lint output and, for chains, the same chain or the same
+error.
 
 Three sources of input: the project's own seed files (`tests/data/parser_fuzz/`), inputs
-generated and mutated from them (hypothesis), and, as the `corpus` layer, every text of the
-shared corpora (skipped with the reason on a clone alone).
+generated and mutated from them (hypothesis, derandomized: the same cases on every run;
+`ILH_FUZZ_CASES` cases per generator, 1000 by default, so 3000 in all), and, as the `corpus`
+layer, every text of the shared corpora (skipped with the reason on a clone alone).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -20,11 +23,11 @@ from hypothesis import strategies as st
 from envelopes.chain import parse_chain
 from envelopes.declarations import fields
 from envelopes.document import read_document
-from envelopes.errors import Finding, IlangError
-from envelopes.lint import lint_ilang, semantic_findings
+from envelopes.errors import IlangError
+from envelopes.lint import lint_ilang
 from envelopes.markdown import ilang_fences
 from tests.conftest import SHARED
-from tests.parser_frozen import old_chain, old_document
+from tests.parser_frozen import old_chain, old_document, old_lint
 
 SEEDS_DIR = Path(__file__).parent / "data" / "parser_fuzz"
 SEEDS = sorted(SEEDS_DIR.glob("*.ilang"))
@@ -32,20 +35,12 @@ SEED_TEXTS = [p.read_bytes().decode("utf-8") for p in SEEDS]
 SEED_LINES = sorted({ln for text in SEED_TEXTS for ln in text.splitlines() if ln.strip()})
 
 
-def old_lint(text: str) -> list[Finding]:
-    """`lint_ilang` as it stood, over the frozen reader."""
-    document, findings = old_document.read_document(text)
-    return sorted(findings + semantic_findings(document), key=lambda f: (f.line, f.col))
-
-
 def assert_same_reading(text: str, first_line: int = 1) -> None:
     old_doc, old_findings = old_document.read_document(text, first_line)
     new_doc, new_findings = read_document(text, first_line)
-    assert new_doc == old_doc
     assert repr(new_doc) == repr(old_doc)
     assert new_findings == old_findings
-    if first_line == 1:
-        assert lint_ilang(text) == old_lint(text)
+    assert lint_ilang(text, first_line) == old_lint.lint_ilang(text, first_line)
 
 
 def chain_outcome(parse: object, text: str) -> str:
@@ -193,7 +188,13 @@ def documents(draw: st.DrawFn) -> str:
     return draw(st.sampled_from(["\n", "\r\n"])).join(lines) + draw(st.sampled_from(["", "\n"]))
 
 
-_FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_FUZZ = settings(
+    max_examples=int(os.environ.get("ILH_FUZZ_CASES", "1000")),
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @_FUZZ
@@ -297,3 +298,53 @@ def test_character_checks_agree_with_the_per_character_loops(value: str, positio
         or not all(fields._bare_char_ok(ch) for ch in value)
     )
     assert fields.needs_quoting(value, positional=positional) == old_needs
+
+
+# ------------------------------------------------------------------ node semantics
+
+
+def _node_pairs() -> list[tuple[object, object, object, object]]:
+    """(new a, new b, old a, old b): the same two nodes built from both node types, each
+    pair differing in exactly one thing (the line or column alone, or a compared field)."""
+    from envelopes import chain as new_chain
+    from envelopes import document as new_nodes
+    from tests.parser_frozen import old_nodes
+
+    def both(build: object) -> tuple[object, object]:
+        return build(new_chain, new_nodes), build(old_nodes, old_nodes)  # type: ignore[operator]
+
+    builders = [
+        lambda c, d: c.Modifier("src", "x"),
+        lambda c, d: c.Modifier("src", "x", True),
+        lambda c, d: c.Operation("READ", None, "X", None, (c.Modifier("src", "x"),), 4),
+        lambda c, d: c.Operation("READ", None, "X", None, (c.Modifier("src", "x"),), 9),
+        lambda c, d: c.Operation("READ", "Ω", None, None, (), 4),
+        lambda c, d: c.Chain((c.Operation("OUT"),), 1),
+        lambda c, d: c.Chain((c.Operation("OUT"),), 7),
+        lambda c, d: d.TextLine("tags", "[A:b]", 2),
+        lambda c, d: d.TextLine("tags", "[A:b]", 3),
+        lambda c, d: d.ChainLine(c.Chain((c.Operation("OUT"),), 7), 7),
+        lambda c, d: d.ChainLine(c.Chain((c.Operation("OUT"),), 7), 8),
+        lambda c, d: d.BodyLine("B2", "k:v", line=5),
+        lambda c, d: d.BodyLine("B2", "k:v", line=6),
+        lambda c, d: d.Declaration("FACT", "key:a", body=(d.BodyLine("B2", "k:v", line=5),)),
+        lambda c, d: d.Declaration("FACT", "key:a", body=(d.BodyLine("B2", "k:v", line=6),)),
+        lambda c, d: d.Declaration("FACT", "key:a", line=3),
+        lambda c, d: d.Declaration("FACT", "key:b", line=3),
+    ]
+    built = [both(b) for b in builders]
+    return [(na, nb, oa, ob) for na, oa in built for nb, ob in built]
+
+
+def test_nodes_compare_hash_and_print_as_the_dataclasses_did() -> None:
+    for new_a, new_b, old_a, old_b in _node_pairs():
+        assert repr(new_a) == repr(old_a)
+        assert (new_a == new_b) == (old_a == old_b), (new_a, new_b)
+        assert (new_a != new_b) == (old_a != old_b), (new_a, new_b)
+        if new_a == new_b:
+            assert hash(new_a) == hash(new_b)
+    from envelopes.chain import Modifier
+
+    # A node is never equal to a bare tuple or to a node of another type with the same items.
+    assert Modifier("src", "x") != ("src", "x", False)
+    assert not Modifier("src", "x") == ("src", "x", False)  # noqa: SIM201
