@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from envelopes.errors import IlangError
 from envelopes.vocabulary import ALIASES, ENTITY_TIERS, MODIFIERS, VERB_SET
@@ -56,19 +55,42 @@ def is_control(ch: str) -> bool:
     return code < 0x20 or 0x7F <= code <= 0x9F or ch in "\u2028\u2029"
 
 
-@dataclass(frozen=True, slots=True)
-class Modifier:
+# The nodes are named tuples: one is built in a single C call (`tuple.__new__`), where a
+# frozen dataclass sets each field through `object.__setattr__`, ten times the cost. They keep
+# the dataclasses' behaviour: equality and hash leave out the last field (the line or column,
+# layout rather than meaning) and hold only between nodes of one type; `repr` is the same.
+
+
+def same_node(a: tuple[object, ...], b: object) -> bool:
+    """Dataclass equality for a node whose last field is position only."""
+    return b.__class__ is a.__class__ and a[:-1] == b[:-1]
+
+
+def same_whole(a: tuple[object, ...], b: object) -> bool:
+    """Dataclass equality for a node every field of which is compared."""
+    return b.__class__ is a.__class__ and tuple.__eq__(a, b)
+
+
+class Modifier(NamedTuple):
     key: str
     value: str
     quoted: bool = False
     """A quoted value is a string even when it reads like an entity (`"@X"`)."""
 
+    def __eq__(self, other: object) -> bool:
+        return same_whole(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_whole(self, other)
+
+    def __hash__(self) -> int:
+        return tuple.__hash__(self)
+
     def render(self) -> str:
         return f"{self.key}={quote(self.value) if self.quoted else self.value}"
 
 
-@dataclass(frozen=True, slots=True)
-class Operation:
+class Operation(NamedTuple):
     verb: str
     """The canonical verb; an alias is resolved here and kept in `alias` for rendering."""
     alias: str | None = None
@@ -77,7 +99,17 @@ class Operation:
     verb_ref: str | None = None
     """BATC/Π only: the verb (or alias) applied to each item."""
     modifiers: tuple[Modifier, ...] = ()
-    col: int = field(default=1, compare=False)
+    col: int = 1
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     def render(self) -> str:
         out = ["[", self.alias or self.verb]
@@ -92,10 +124,19 @@ class Operation:
         return "".join(out)
 
 
-@dataclass(frozen=True, slots=True)
-class Chain:
+class Chain(NamedTuple):
     operations: tuple[Operation, ...]
-    line: int = field(default=1, compare=False)
+    line: int = 1
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     def render(self) -> str:
         return "=>".join(op.render() for op in self.operations)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
 
 from envelopes.chain import (
     CONTROL,
@@ -23,6 +23,7 @@ from envelopes.chain import (
     head_of,
     is_operation_head,
     parse_chain,
+    same_node,
 )
 from envelopes.errors import Finding, IlangError
 from envelopes.vocabulary import (
@@ -66,14 +67,23 @@ _Base = tuple[str, str | None, str | None, int]
 _TIMED = ("T[", "PARALLEL{")  # the only starts a temporal bind or note can have
 
 
-@dataclass(frozen=True, slots=True)
-class BodyLine:
+class BodyLine(NamedTuple):
     form: BodyForm
     text: str
     """The line as written, stripped; empty for B7 and B8, which carry their own node."""
     chain: Chain | None = None
     nested: Declaration | None = None
-    line: int = field(default=0, compare=False)
+    line: int = 0
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     def render(self, depth: int) -> list[str]:
         pad = INDENT * depth
@@ -94,8 +104,7 @@ class BodyLine:
         return match.group(2).strip() if match else None
 
 
-@dataclass(frozen=True, slots=True)
-class Declaration:
+class Declaration(NamedTuple):
     name: str
     header: str
     """For inline and header_body shapes: the text between the outer braces. For a brace
@@ -114,7 +123,17 @@ class Declaration:
     opaque: str | None = None
     """`::UNTRUSTED` payload, verbatim and never parsed."""
     delimiter: str | None = None
-    line: int = field(default=0, compare=False)
+    line: int = 0
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     @property
     def full_name(self) -> str:
@@ -143,21 +162,39 @@ class Declaration:
         return lines
 
 
-@dataclass(frozen=True, slots=True)
-class ChainLine:
+class ChainLine(NamedTuple):
     chain: Chain
-    line: int = field(default=0, compare=False)
+    line: int = 0
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
 
-@dataclass(frozen=True, slots=True)
-class TextLine:
+class TextLine(NamedTuple):
     """A top-level line that is not a declaration or chain: the document marker, a tag
     line, a temporal bind or note, an annotation (`→ …`, `<<<…`, a tolerated `::LATENCY`)
     or colophon prose in a tag-only region."""
 
     kind: Literal["marker", "tags", "temporal", "annotation", "colophon"]
     text: str
-    line: int = field(default=0, compare=False)
+    line: int = 0
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
 
 Item = Declaration | ChainLine | TextLine
