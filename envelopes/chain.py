@@ -36,7 +36,7 @@ _BARE_RUN = re.compile(r'[^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]*')
 # modifier at a time: a bare value (what the careful reader's bare run holds) or a quoted
 # value without escapes, and the character that ends it. Anything else is the careful
 # reader's.
-_FAST_HEAD = re.compile(r"\[([^\]:|\s]+)(?::@([A-Z][A-Z0-9_]*))?([|\]])")
+_FAST_HEAD = re.compile(r"\[([^\]:|\s]+)(?::(?:@([A-Z][A-Z0-9_]*)|([^\]:|\s@][^\]:|\s]*)))?([|\]])")
 _FAST_MOD = re.compile(
     r"([A-Za-z_][A-Za-z0-9_]*)="
     r'(?:"([^"\\\x00-\x1f\x7f-\x9f\u2028\u2029]*)"|([^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+))'
@@ -407,11 +407,12 @@ def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
     end = len(text)
     head_at = _FAST_HEAD.match
     mod_at = _FAST_MOD.match
+    new = tuple.__new__
     while True:
         found = head_at(text, pos)
         if found is None:
             return None
-        head, target, closer = found.groups()
+        head, target, verb_ref, closer = found.groups()
         if head in VERB_SET:
             verb, alias = head, None
         else:
@@ -419,6 +420,13 @@ def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
             if verb is None:
                 return None
             alias = head
+        if verb_ref is not None:
+            # BATC/Π alone take a verb reference, and never OUT (E502 in the careful reader).
+            if verb != "BATC":
+                return None
+            referred = verb_ref if verb_ref in VERB_SET else ALIASES.get(verb_ref)
+            if referred is None or referred == "OUT":
+                return None
         modifiers: tuple[Modifier, ...] = ()
         at = found.end()
         if closer == "|":
@@ -431,18 +439,18 @@ def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
                 if key not in MODIFIERS:
                     return None
                 if bare is None:
-                    mods.append(Modifier(key, quoted, True))
+                    mods.append(new(Modifier, (key, quoted, True)))
                 elif bare[0] == "@" and ENTITY_NAME.match(bare, 1) is None:
                     return None
                 else:
-                    mods.append(Modifier(key, bare))
+                    mods.append(new(Modifier, (key, bare, False)))
                 at = piece.end()
                 if stop == "]":
                     break
             modifiers = tuple(mods)
-        ops.append(Operation(verb, alias, target, None, modifiers, col0 + pos))
+        ops.append(new(Operation, (verb, alias, target, verb_ref, modifiers, col0 + pos)))
         if at == end:
-            return Chain(tuple(ops), line)
+            return new(Chain, (tuple(ops), line))
         if verb == "OUT" or not text.startswith("=>[", at):
             return None  # OUT before the end (E502), or text after an operation
         pos = at + 2
