@@ -27,7 +27,7 @@ from envelopes.errors import IlangError
 from envelopes.lint import lint_ilang
 from envelopes.markdown import ilang_fences
 from tests.conftest import SHARED
-from tests.parser_frozen import old_chain, old_document, old_lint
+from tests.parser_frozen import old_chain, old_document, old_fields, old_lint
 
 SEEDS_DIR = Path(__file__).parent / "data" / "parser_fuzz"
 SEEDS = sorted(SEEDS_DIR.glob("*.ilang"))
@@ -348,3 +348,45 @@ def test_nodes_compare_hash_and_print_as_the_dataclasses_did() -> None:
     # A node is never equal to a bare tuple or to a node of another type with the same items.
     assert Modifier("src", "x") != ("src", "x", False)
     assert not Modifier("src", "x") == ("src", "x", False)  # noqa: SIM201
+
+
+# ------------------------------------------------------- the typed readers' field scanner
+
+
+def _fields_outcome(module: object, text: str) -> tuple[str, str]:
+    results = []
+    for read in (
+        lambda: module.split_fields(text, line=2, col=3),  # type: ignore[attr-defined]
+        lambda: module.scan_header("::X{" + text, 4, line=2),  # type: ignore[attr-defined]
+    ):
+        try:
+            results.append(repr(read()))
+        except IlangError as err:
+            results.append(f"error {err.code} {err.line}:{err.col} {err.message}")
+    return results[0], results[1]
+
+
+def assert_same_fields(text: str) -> None:
+    assert _fields_outcome(fields, text) == _fields_outcome(old_fields, text)
+
+
+_HEADER_ALPHABET = st.sampled_from([*'ab:|"{}\\ \t@=,', "｜", "：", "é", "\u200b", "key:", "x|y"])
+
+
+@_FUZZ
+@given(st.lists(_HEADER_ALPHABET, max_size=16).map("".join))
+def test_generated_header_splits_the_same(text: str) -> None:
+    assert_same_fields(text)
+
+
+@pytest.mark.shared
+def test_corpus_headers_split_the_same() -> None:
+    headers = 0
+    for _, text in CORPUS:
+        document, _ = read_document(text)
+        for declaration in document.declarations():
+            assert_same_fields(declaration.header)
+            headers += 1
+            for line in declaration.body:
+                assert_same_fields(line.text)
+    assert headers > 500

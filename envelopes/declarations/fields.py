@@ -54,6 +54,11 @@ _PAD = " \t"
 # (tab and newline included) may hold it, and a bare value may hold all of it but `"{|}`.
 _PLAIN_VALUE = re.compile(r"[\x20-\x7e\t\n]*\Z")
 _PLAIN_BARE = re.compile(r"[ !#-z~]*\Z")
+# Where a bare segment or value ends (or meets a reserved character): one search in C
+# instead of a test per character.
+_SEGMENT_END = re.compile(r'[:|"{}]')
+_VALUE_END = re.compile(r'[|"{}]')
+_PAD_RUN = re.compile(r"[ \t]*")
 
 
 class Segment(BaseModel):
@@ -194,8 +199,9 @@ def _check_fullwidth_key(text: str, start: int, *, line: int, col: int) -> None:
 
 
 def _skip_pad(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in _PAD:
-        pos += 1
+    if pos < len(text) and text[pos] in _PAD:
+        run = _PAD_RUN.match(text, pos)
+        return run.end() if run else pos
     return pos
 
 
@@ -250,10 +256,9 @@ class _Scanner:
             return Segment(key=None, value=value, line=self.line, col=self.col + start), (
                 self.after_quoted(pos)
             )
-        end = pos
-        while end < len(text) and text[end] not in ':|"{}':
-            end += 1
-        stop = text[end] if end < len(text) else ""
+        found = _SEGMENT_END.search(text, pos)
+        end = found.start() if found else len(text)
+        stop = text[end] if found else ""
         if stop == ":":
             return self.field(start, end)
         if stop in ('"', "{") or (stop == "}" and not self.until_brace):
@@ -277,13 +282,10 @@ class _Scanner:
             value, pos = read_quoted(text, pos, line=self.line, col=self.col)
             pos = self.after_quoted(pos)
         else:
-            end = pos
-            while end < len(text) and text[end] not in self.stops:
-                if text[end] in '"{}':
-                    raise self.error(
-                        "E303", f"reserved character {text[end]!r} in a bare value", end
-                    )
-                end += 1
+            found = _VALUE_END.search(text, pos)
+            end = found.start() if found else len(text)
+            if found and text[end] not in self.stops:
+                raise self.error("E303", f"reserved character {text[end]!r} in a bare value", end)
             value = text[pos:end].rstrip(_PAD)
             _check_bare(value, pos, line=self.line, col=self.col)
             pos = end
