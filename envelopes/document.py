@@ -65,6 +65,17 @@ INDENT = "  "
 # prefix and line number.
 _Base = tuple[str, str | None, str | None, int]
 _TIMED = ("T[", "PARALLEL{")  # the only starts a temporal bind or note can have
+# The common declaration: `::NAME{header}` alone on its line, no brace inside the header.
+_SIMPLE_DECLARATION = re.compile(r"::([A-Z][A-Z0-9_]*)\{([^{}]*)\}\Z")
+# Names whose simple declaration needs no more than its header's checks and its body: every
+# registered one but the marker, tolerated annotations, the double-brace narratives and the
+# opaque block's pair.
+_PLAIN_DECLARATIONS = (
+    TOP_LEVEL_DECLARATIONS
+    - DOUBLE_BRACE
+    - TOLERATED_ANNOTATIONS
+    - {"ILANG", "UNTRUSTED", "END_UNTRUSTED"}
+)
 
 
 class BodyLine(NamedTuple):
@@ -447,6 +458,40 @@ class _DocumentReader:
     ) -> int:
         """Read the construct whose header is line i, append its node (if it reads as one)
         and return the index of the line after it."""
+        if prefix_match is None:
+            simple = _SIMPLE_DECLARATION.match(stripped)
+            if simple is not None and simple.group(1) in _PLAIN_DECLARATIONS:
+                # The general reader's steps, less those that cannot apply to this shape.
+                name, header = simple.groups()
+                if "｜" in header or "：" in header or "@" in header:
+                    self.check_header(i, "{" + header + "}")
+                j = i + 1
+                if j < len(self.stripped) and self.stripped[j]:
+                    line = self.lines[i]
+                    j, body = self.body(i, name, len(line) - len(line.lstrip()))
+                    lines = tuple(body)
+                else:
+                    lines = ()  # a blank line (or the end) closes the body before it opens
+                append(
+                    _new(
+                        Declaration,
+                        (
+                            name,
+                            header,
+                            "header_body" if lines else "inline",
+                            None,
+                            None,
+                            None,
+                            lines,
+                            (),
+                            True,
+                            None,
+                            None,
+                            i + self.offset,
+                        ),
+                    )
+                )
+                return j
         end, item = self.construct_item(i, stripped, prefix_match)
         if item is not None:
             if (
