@@ -399,7 +399,7 @@ def resolve_entity(
     return _TIER_NAMES[tier]
 
 
-def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
+def scan_chain(text: str, line: int, col0: int) -> Chain | None:
     """The chain when every operation has the common shape; None sends the text to the
     careful reader (which also owns every error message)."""
     ops: list[Operation] = []
@@ -458,5 +458,5 @@ def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
 
 def parse_chain(text: str, line: int = 1, col: int = 1) -> Chain:
     """Parse one whole chain (continuations already joined)."""
-    chain = _fast_chain(text, line, col)
+    chain = scan_chain(text, line, col)
     return chain if chain is not None else _ChainReader(text, line, col).read()

@@ -24,6 +24,7 @@ from envelopes.chain import (
     is_operation_head,
     parse_chain,
     same_node,
+    scan_chain,
 )
 from envelopes.errors import Finding, IlangError
 from envelopes.vocabulary import (
@@ -351,12 +352,20 @@ class _DocumentReader:
         # `=>` continuation lines extend; it is parsed when a line of another kind comes.
         chain_start = -1
         chain_text = ""
+        # The chain read at once by the scanner when it takes the common shape (which it only
+        # ever accepts, never reports): None when a continuation extended it or the scanner
+        # declined, and then the careful reader reads it when it ends.
+        ready: Chain | None = None
+        lines = self.lines
         i = 0
         while i < n:
             s = stripped[i]
             if not s or s == "---":
                 if chain_start >= 0:
-                    self.flush_chain(append, chain_start, chain_text)
+                    if ready is not None:
+                        append(_new(ChainLine, (ready, chain_start + off)))
+                    else:
+                        self.flush_chain(append, chain_start, chain_text)
                     chain_start = -1
                 i += 1
                 continue
@@ -366,10 +375,14 @@ class _DocumentReader:
                     self.error(i, "E300", "orphan `=>`: no operation line before it")
                 else:
                     chain_text += s
+                    ready = None
                 i += 1
                 continue
             if chain_start >= 0:
-                self.flush_chain(append, chain_start, chain_text)
+                if ready is not None:
+                    append(_new(ChainLine, (ready, chain_start + off)))
+                else:
+                    self.flush_chain(append, chain_start, chain_text)
                 chain_start = -1
             preamble_here, in_preamble = in_preamble, False
             timed = False
@@ -413,6 +426,7 @@ class _DocumentReader:
                     seen_construct = True
                     chain_start = i
                     chain_text = s
+                    ready = scan_chain(s, i + off, lines[i].find("[") + 1)
                 elif _TAG_LINE.match(s):
                     append(_new(TextLine, ("tags", s, i + off)))
                 else:
@@ -431,7 +445,10 @@ class _DocumentReader:
                 self.error(i, "E300", f"line matches no iLang production: {s[:40]}")
             i += 1
         if chain_start >= 0:
-            self.flush_chain(append, chain_start, chain_text)
+            if ready is not None:
+                append(_new(ChainLine, (ready, chain_start + off)))
+            else:
+                self.flush_chain(append, chain_start, chain_text)
         return Document(tuple(items))
 
     def flush_chain(self, append: Callable[[Item], None], start: int, text: str) -> None:
@@ -904,7 +921,7 @@ class _DocumentReader:
             return None
         if first == "[":
             if "]=>" in s or is_operation_head(head_of(s)):
-                chain = self.chain_at(j, s)
+                chain = scan_chain(s, at, self.lines[j].find("[") + 1) or self.chain_at(j, s)
                 return _new(BodyLine, ("B8", "", chain, None, at)) if chain else None
             if _TAG_LINE.match(s) or _TAG_TEXT.match(s):
                 return _new(BodyLine, ("B5", s, None, None, at))
