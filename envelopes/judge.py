@@ -95,13 +95,18 @@ def _is_forbidden_char(ch: str) -> bool:
     return category.startswith("C") or category in ("Zl", "Zp")
 
 
+# Printable ASCII holds no control, format or separator character.
+_PLAIN_TEXT = re.compile(r"[ -~]*\Z")
+
+
 def _rationale_problem(text: str) -> tuple[str, int] | None:
     """Why `text` cannot be an R value, with the 0-based offset to point at, or None."""
     if not text.strip():
         return "R must carry a rationale of 1 to 120 characters", 0
-    for index, ch in enumerate(text):
-        if _is_forbidden_char(ch):
-            return f"R contains the control or separator character U+{ord(ch):04X}", index
+    if not _PLAIN_TEXT.match(text):
+        for index, ch in enumerate(text):
+            if _is_forbidden_char(ch):
+                return f"R contains the control or separator character U+{ord(ch):04X}", index
     if "|" in text:
         # A `|` turns the line into a B3 structured field (Part III §1.2), i.e. extra
         # fields on R; §4 rejects extra fields, so R is read fail-closed as one field.

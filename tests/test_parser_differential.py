@@ -390,3 +390,75 @@ def test_corpus_headers_split_the_same() -> None:
             for line in declaration.body:
                 assert_same_fields(line.text)
     assert headers > 500
+
+
+# ------------------------------------- printable-ASCII shortcuts against the loops they skip
+
+_VALUE_TEXT = st.text(
+    alphabet=st.characters(max_codepoint=0x7F)
+    | st.sampled_from('"\\｜：\u00a0\u2028\u200b\x85é中 \t\n'),
+    max_size=20,
+)
+
+
+def _outcome(read: object) -> str:
+    try:
+        return repr(read())  # type: ignore[operator]
+    except IlangError as err:
+        return f"error {err.code} {err.line}:{err.col} {err.message}"
+
+
+def _old_rationale_problem(text: str) -> tuple[str, int] | None:
+    from envelopes import judge
+
+    if not text.strip():
+        return "R must carry a rationale of 1 to 120 characters", 0
+    for index, ch in enumerate(text):
+        if judge._is_forbidden_char(ch):
+            return f"R contains the control or separator character U+{ord(ch):04X}", index
+    if "|" in text:
+        return "R is a single field; `|` would add fields to it", text.index("|")
+    if text != text.strip():
+        return "R must not begin or end with whitespace", 0
+    if len(text) > judge.RATIONALE_MAX:
+        return (
+            f"R is {len(text)} characters; the maximum is {judge.RATIONALE_MAX}",
+            judge.RATIONALE_MAX,
+        )
+    return None
+
+
+def _old_read_body_line(line_no: int, text: str) -> tuple[str, str]:
+    """`objective._read_body_line` with its per-character loop over every unquoted value."""
+    from envelopes.declarations import objective
+
+    colon = text.find(":")
+    key, value = objective._read_body_line(line_no, text)
+    raw = text[colon + 1 :].strip(" \t")
+    if not raw.startswith('"'):
+        start = colon + 1 + (len(text[colon + 1 :]) - len(text[colon + 1 :].lstrip(" \t")))
+        for offset, ch in enumerate(raw):
+            if ch == fields.FULLWIDTH_PIPE or not objective._free_char_ok(ch):
+                raise AssertionError(f"the loop refuses {ch!r} at {start + offset + 1}")
+    return key, value
+
+
+@settings(max_examples=600, deadline=None, derandomize=True, database=None)
+@given(_VALUE_TEXT)
+def test_quoted_reads_and_free_text_checks_agree_with_the_loops(text: str) -> None:
+    from envelopes import judge
+    from envelopes.declarations import objective
+
+    quoted = '"' + text
+    assert _outcome(lambda: fields.read_quoted(quoted, 0, line=2, col=3)) == _outcome(
+        lambda: old_fields.read_quoted(quoted, 0, line=2, col=3)
+    )
+    assert objective._free_text_ok(text) == (
+        not (text == "" or text[0].isspace() or text[-1].isspace() or text[0] == '"')
+        and all(objective._free_char_ok(ch) for ch in text)
+    )
+    assert judge._rationale_problem(text) == _old_rationale_problem(text)
+    line = "key: " + text
+    assert _outcome(lambda: objective._read_body_line(4, line)) == _outcome(
+        lambda: _old_read_body_line(4, line)
+    )

@@ -54,6 +54,9 @@ _PAD = " \t"
 # (tab and newline included) may hold it, and a bare value may hold all of it but `"{|}`.
 _PLAIN_VALUE = re.compile(r"[\x20-\x7e\t\n]*\Z")
 _PLAIN_BARE = re.compile(r"[ !#-z~]*\Z")
+# A run of characters a quoted string holds as they are: printable ASCII and tab, less the
+# quote and the backslash, which end or escape.
+_QUOTED_RUN = re.compile(r"[\t !#-\[\]-~]+")
 # Where a bare segment or value ends (or meets a reserved character): one search in C
 # instead of a test per character.
 _SEGMENT_END = re.compile(r'[:|"{}]')
@@ -147,6 +150,12 @@ def read_quoted(text: str, pos: int, *, line: int, col: int) -> tuple[str, int]:
     out: list[str] = []
     i = pos + 1
     while i < len(text):
+        run = _QUOTED_RUN.match(text, i)
+        if run is not None:
+            out.append(run.group(0))
+            i = run.end()
+            if i >= len(text):
+                break
         ch = text[i]
         if ch == '"':
             return "".join(out), i + 1

@@ -22,6 +22,7 @@ The canonical body text, which `body_digest` hashes, is one line `KEY: value` pe
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, ClassVar, Self
@@ -64,6 +65,11 @@ _NAMED = frozenset({"id", "owner", "trust", "version", "hash", "status"})
 BodyFields = tuple[tuple[str, Value], ...]
 
 
+# Printable ASCII: every character of it is one free text may hold, so a value made of it
+# alone needs no look-up per character.
+_PLAIN_FREE = re.compile(r"[ -~]*\Z")
+
+
 def _free_char_ok(ch: str) -> bool:
     """A character unquoted free text may hold: no line breaks, tabs or odd spaces, and
     no full-width ｜ (a mistyped separator, see fields.py)."""
@@ -76,7 +82,7 @@ def _free_text_ok(value: str) -> bool:
     """Whether a body value reads back unchanged as unquoted free text."""
     if value == "" or value[0].isspace() or value[-1].isspace() or value[0] == '"':
         return False
-    return all(_free_char_ok(ch) for ch in value)
+    return bool(_PLAIN_FREE.match(value)) or all(_free_char_ok(ch) for ch in value)
 
 
 def render_body_value(value: str) -> str:
@@ -240,6 +246,8 @@ def _read_body_line(line_no: int, text: str) -> tuple[str, str]:
                 start + end + 1,
             )
         return key, value
+    if _PLAIN_FREE.match(raw):
+        return key, raw
     for offset, ch in enumerate(raw):
         if ch == FULLWIDTH_PIPE:
             raise IlangError("E300", "full-width ｜ in a body value", line_no, start + offset + 1)
