@@ -373,8 +373,27 @@ def assert_same_fields(text: str) -> None:
 _HEADER_ALPHABET = st.sampled_from([*'ab:|"{}\\ \t@=,', "｜", "：", "é", "\u200b", "key:", "x|y"])
 
 
+_PAD_CHOICES = st.sampled_from(["", "", " ", "\t", "  "])
+_VALUE_PIECES = st.lists(_HEADER_ALPHABET | st.sampled_from(["x", "1.5", " ", "@T"]), max_size=5)
+
+
+@st.composite
+def headers(draw: st.DrawFn) -> str:
+    """Well-formed and near-miss headers: segments of optional `key:` and a bare or quoted
+    value, each with pads where a writer might leave them."""
+    segments = []
+    for _ in range(draw(st.integers(1, 4))):
+        value = "".join(draw(_VALUE_PIECES))
+        if draw(st.booleans()):
+            value = '"' + value.replace('"', "") + draw(st.sampled_from(['"', '" ', "", '"x']))
+        key = draw(st.sampled_from(["", "key", "id", "K_2", "1x", "ke y", "state"]))
+        head = f"{key}{draw(_PAD_CHOICES)}:" if key else ""
+        segments.append(draw(_PAD_CHOICES) + head + draw(_PAD_CHOICES) + value)
+    return draw(st.sampled_from(["|", "|", " | ", "｜"])).join(segments) + draw(_PAD_CHOICES)
+
+
 @_FUZZ
-@given(st.lists(_HEADER_ALPHABET, max_size=16).map("".join))
+@given(st.lists(_HEADER_ALPHABET, max_size=16).map("".join) | headers())
 def test_generated_header_splits_the_same(text: str) -> None:
     assert_same_fields(text)
 

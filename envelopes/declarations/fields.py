@@ -62,6 +62,10 @@ _QUOTED_RUN = re.compile(r"[\t !#-\[\]-~]+")
 _SEGMENT_END = re.compile(r'[:|"{}]')
 _VALUE_END = re.compile(r'[|"{}]')
 _PAD_RUN = re.compile(r"[ \t]*")
+# The common field: an identifier key, its colon, then a bare value of printable ASCII (pads
+# around the colon allowed). When the character after it is a stop, the careful steps below
+# would accept it unchanged; anything else goes through them.
+_PLAIN_FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*:[ \t]*([ !#-z~]*)")
 
 
 class Segment(BaseModel):
@@ -260,6 +264,15 @@ class _Scanner:
         text = self.text
         pos = _skip_pad(text, pos)
         start = pos
+        plain = _PLAIN_FIELD.match(text, pos)
+        if plain is not None:
+            end = plain.end()
+            if end == len(text) or text[end] in self.stops:
+                key, value = plain.groups()
+                segment = Segment(
+                    key=key, value=value.rstrip(_PAD), line=self.line, col=self.col + start
+                )
+                return segment, end
         if pos < len(text) and text[pos] == '"':
             value, pos = read_quoted(text, pos, line=self.line, col=self.col)
             return Segment(key=None, value=value, line=self.line, col=self.col + start), (
