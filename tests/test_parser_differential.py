@@ -481,3 +481,18 @@ def test_quoted_reads_and_free_text_checks_agree_with_the_loops(text: str) -> No
     assert _outcome(lambda: objective._read_body_line(4, line)) == _outcome(
         lambda: _old_read_body_line(4, line)
     )
+
+
+def test_segments_compare_hash_and_print_as_the_model_did() -> None:
+    values = [(None, "x", 1, 1), ("k", "x", 1, 1), ("k", "x", 2, 1), ("k", "x", 1, 5), ("k", "y")]
+    new = [fields.Segment(*v) for v in values]  # type: ignore[arg-type]
+    old = [
+        old_fields.Segment(**dict(zip(("key", "value", "line", "col"), v, strict=False)))
+        for v in values
+    ]
+    for new_a, old_a in zip(new, old, strict=True):
+        assert repr(new_a) == repr(old_a)
+        for new_b, old_b in zip(new, old, strict=True):
+            assert (new_a == new_b) == (old_a == old_b)
+            assert (new_a != new_b) == (old_a != old_b)
+    assert fields.Segment("k", "x") != ("k", "x", 1, 1)

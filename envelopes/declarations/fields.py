@@ -31,8 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-
-from pydantic import BaseModel, ConfigDict
+from typing import NamedTuple
 
 from envelopes.errors import IlangError
 
@@ -68,15 +67,26 @@ _PAD_RUN = re.compile(r"[ \t]*")
 _PLAIN_FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*:[ \t]*([ !#-z~]*)")
 
 
-class Segment(BaseModel):
-    """One `|`-separated piece of a header: positional when `key` is None."""
+class Segment(NamedTuple):
+    """One `|`-separated piece of a header: positional when `key` is None.
 
-    model_config = ConfigDict(frozen=True)
+    A named tuple, built by one C call, where a model validated each field (the scanner
+    alone builds segments, from strings it has cut itself). It compares as the frozen model
+    did: all four fields, and only with another segment."""
 
     key: str | None
     value: str
     line: int = 1
     col: int = 1
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is Segment and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return tuple.__hash__(self)
 
 
 def value_char_allowed(ch: str) -> bool:
@@ -218,6 +228,9 @@ def _skip_pad(text: str, pos: int) -> int:
     return pos
 
 
+_new = tuple.__new__
+
+
 class _Scanner:
     """Reads segments from `text`, optionally stopping at the header's closing brace."""
 
@@ -269,13 +282,10 @@ class _Scanner:
             end = plain.end()
             if end == len(text) or text[end] in self.stops:
                 key, value = plain.groups()
-                segment = Segment(
-                    key=key, value=value.rstrip(_PAD), line=self.line, col=self.col + start
-                )
-                return segment, end
+                return _new(Segment, (key, value.rstrip(_PAD), self.line, self.col + start)), end
         if pos < len(text) and text[pos] == '"':
             value, pos = read_quoted(text, pos, line=self.line, col=self.col)
-            return Segment(key=None, value=value, line=self.line, col=self.col + start), (
+            return _new(Segment, (None, value, self.line, self.col + start)), (
                 self.after_quoted(pos)
             )
         found = _SEGMENT_END.search(text, pos)
@@ -290,7 +300,7 @@ class _Scanner:
             raise self.error("E300", "empty field between separators", start)
         _check_fullwidth_key(raw, start, line=self.line, col=self.col)
         _check_bare(raw, start, line=self.line, col=self.col)
-        return Segment(key=None, value=raw, line=self.line, col=self.col + start), end
+        return _new(Segment, (None, raw, self.line, self.col + start)), end
 
     def field(self, start: int, colon: int) -> tuple[Segment, int]:
         text = self.text
@@ -311,7 +321,7 @@ class _Scanner:
             value = text[pos:end].rstrip(_PAD)
             _check_bare(value, pos, line=self.line, col=self.col)
             pos = end
-        return Segment(key=key, value=value, line=self.line, col=self.col + start), pos
+        return _new(Segment, (key, value, self.line, self.col + start)), pos
 
     def after_quoted(self, pos: int) -> int:
         pos = _skip_pad(self.text, pos)
