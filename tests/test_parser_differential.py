@@ -496,3 +496,20 @@ def test_segments_compare_hash_and_print_as_the_model_did() -> None:
             assert (new_a == new_b) == (old_a == old_b)
             assert (new_a != new_b) == (old_a != old_b)
     assert fields.Segment("k", "x") != ("k", "x", 1, 1)
+
+
+@settings(max_examples=600, deadline=None, derandomize=True, database=None)
+@given(
+    st.lists(
+        st.floats(allow_nan=True, allow_infinity=True)
+        | st.integers(-2, 2).map(lambda k: k / 2)
+        | st.integers(0, 100).map(lambda k: k / 100)
+        | st.sampled_from([-0.0, 0.0, 1.0, True, False, 0, 1, 2, "0.5", None, 0.855]),
+        max_size=6,
+    )
+)
+def test_unit_checks_agree_with_the_uncached_check(values: list[object]) -> None:
+    from envelopes import judge_function
+
+    for value in values + values:  # each twice: the second answer comes from the cache
+        assert judge_function.unit_problem(value) == judge_function._unit_problem(value)
