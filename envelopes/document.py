@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from envelopes.chain import (
@@ -24,6 +23,7 @@ from envelopes.chain import (
     is_operation_head,
     parse_chain,
     same_node,
+    same_whole,
     scan_chain,
 )
 from envelopes.errors import Finding, IlangError
@@ -212,9 +212,17 @@ class TextLine(NamedTuple):
 Item = Declaration | ChainLine | TextLine
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(NamedTuple):
     items: tuple[Item, ...]
+
+    def __eq__(self, other: object) -> bool:
+        return same_whole(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_whole(self, other)
+
+    def __hash__(self) -> int:
+        return tuple.__hash__(self)
 
     def render(self) -> str:
         """Canonical text: two-space body indentation, chains on one line, no blank lines
@@ -449,7 +457,7 @@ class _DocumentReader:
                 append(_new(ChainLine, (ready, chain_start + off)))
             else:
                 self.flush_chain(append, chain_start, chain_text)
-        return Document(tuple(items))
+        return _new(Document, (tuple(items),))
 
     def flush_chain(self, append: Callable[[Item], None], start: int, text: str) -> None:
         chain = self.chain_at(start, text)

@@ -331,6 +331,9 @@ def _node_pairs() -> list[tuple[object, object, object, object]]:
         lambda c, d: d.Declaration("FACT", "key:a", body=(d.BodyLine("B2", "k:v", line=6),)),
         lambda c, d: d.Declaration("FACT", "key:a", line=3),
         lambda c, d: d.Declaration("FACT", "key:b", line=3),
+        lambda c, d: d.Document((d.TextLine("tags", "[A:b]", 2),)),
+        lambda c, d: d.Document((d.TextLine("tags", "[A:b]", 3),)),
+        lambda c, d: d.Document(()),
     ]
     built = [both(b) for b in builders]
     return [(na, nb, oa, ob) for na, oa in built for nb, ob in built]
