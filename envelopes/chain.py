@@ -5,10 +5,11 @@ its code and column. Continuation lines (`=>` at the start of a line, Part III �
 joined by the document reader before a chain reaches this module.
 
 Two readers share the work. A single-pass scanner takes the common shape (a verb or alias,
-an optional `:@TARGET`, bare `key=value` modifiers) one compiled match per operation, with
-no state object and no slicing. Whatever it does not take (quoted values, verb references,
-comma continuations, and every error) goes to the careful reader below, which alone
-reports problems: the scanner only ever accepts, so both give the same chain or error.
+an optional `:@TARGET` or BATC/Π verb reference, `key=value` modifiers, bare or quoted) one
+compiled match per operation and per modifier, with no state object and no slicing. Whatever
+it does not take (comma continuations, and every error) goes to the careful reader below,
+which alone reports problems: the scanner only ever accepts, so both give the same chain or
+error.
 """
 
 from __future__ import annotations
@@ -32,16 +33,24 @@ _RESERVED_IN_BARE = frozenset('"[')
 _BARE_RUN = re.compile(r'[^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]*')
 
 
-# The scanner's tokens. An operation head with its optional `:@TARGET`; then, after `|`, one
-# modifier at a time: a bare value (what the careful reader's bare run holds) or a quoted
-# value without escapes, and the character that ends it. Anything else is the careful
-# reader's.
+# The scanner's tokens. An operation head with its optional `:@TARGET` or verb reference;
+# then, after `|`, one modifier at a time: a bare value (what the careful reader's bare run
+# holds) or a quoted value (its three escapes undone after the match), and the character
+# that ends it. Anything else is the careful reader's.
 _FAST_HEAD = re.compile(r"\[([^\]:|\s]+)(?::(?:@([A-Z][A-Z0-9_]*)|([^\]:|\s@][^\]:|\s]*)))?([|\]])")
 _FAST_MOD = re.compile(
     r"([A-Za-z_][A-Za-z0-9_]*)="
-    r'(?:"([^"\\\x00-\x1f\x7f-\x9f\u2028\u2029]*)"|([^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+))'
+    r'(?:"((?:[^"\\\x00-\x1f\x7f-\x9f\u2028\u2029]|\\["\\n])*)"|([^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+))'
     r"([,\]])"
 )
+
+
+# The three escapes of a quoted value (SPEC.md §2.4), undone left to right.
+_UNESCAPE = re.compile(r'\\(["\\n])')
+
+
+def _unescape(escape: re.Match[str]) -> str:
+    return _ESCAPES[escape.group(1)]
 
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -439,6 +448,8 @@ def scan_chain(text: str, line: int, col0: int) -> Chain | None:
                 if key not in MODIFIERS:
                     return None
                 if bare is None:
+                    if "\\" in quoted:
+                        quoted = _UNESCAPE.sub(_unescape, quoted)
                     mods.append(new(Modifier, (key, quoted, True)))
                 elif bare[0] == "@" and ENTITY_NAME.match(bare, 1) is None:
                     return None
