@@ -335,7 +335,46 @@ def split_fields(content: str, *, line: int = 1, col: int = 1) -> list[Segment]:
 
     `col` is the 1-based column of `content[0]` in its line, for error positions.
     """
+    if _PLAIN_HEADER.match(content):
+        plain = _plain_segments(content, line, col)
+        if plain is not None:
+            return plain
     segments, _ = _Scanner(content, line=line, col=col, until_brace=False).scan(0)
+    return segments
+
+
+# A header of printable ASCII without quotes, braces or tabs: its segments are its `|` pieces,
+# its pads are spaces, and no character in it can be reserved, invisible or full-width.
+_PLAIN_HEADER = re.compile(r"[ !#-z|~]*\Z")
+
+
+def _plain_segments(content: str, line: int, col: int) -> list[Segment] | None:
+    """The scanner's segments of a plain header, cut with string methods; None when a
+    piece would be an error (empty, or a malformed key), which the scanner then reports."""
+    segments: list[Segment] = []
+    seen: dict[str, str] = {}
+    offset = 0
+    for piece in content.split("|"):
+        body = piece.lstrip(" ")
+        start = offset + len(piece) - len(body)
+        offset += len(piece) + 1
+        colon = body.find(":")
+        if colon < 0:
+            value = body.rstrip(" ")
+            if not value:
+                return None
+            segments.append(_new(Segment, (None, value, line, col + start)))
+            continue
+        key = body[:colon].rstrip(" ")
+        if not IDENTIFIER.fullmatch(key):
+            return None
+        folded = key.lower()
+        if folded in seen:
+            raise IlangError(
+                "E303", f"repeated key {key!r} (first as {seen[folded]!r})", line, col + start
+            )
+        seen[folded] = key
+        segments.append(_new(Segment, (key, body[colon + 1 :].strip(" "), line, col + start)))
     return segments
 
 
