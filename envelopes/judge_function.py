@@ -198,8 +198,14 @@ def exact_vector(vector: Mapping[str, float]) -> dict[str, Decimal]:
 
 
 def _to_decimals(vector: Mapping[str, float]) -> dict[str, Decimal]:
-    # The "+ 0.0" folds -0.0 into 0.0 so that it formats as "0.00".
-    return {dim: Decimal(f"{float(vector[dim]) + 0.0:.2f}") for dim in DIMENSIONS}
+    return {dim: _two_decimals(float(vector[dim])) for dim in DIMENSIONS}
+
+
+@lru_cache(maxsize=4096)
+def _two_decimals(value: float) -> Decimal:
+    # The "+ 0.0" folds -0.0 into 0.0 so that it formats as "0.00". Memoised like
+    # `_float_problem`: a Decimal is immutable, so one instance may serve every caller.
+    return Decimal(f"{value + 0.0:.2f}")
 
 
 def survival_hit(vector: ExactVector) -> str | None:

@@ -516,3 +516,23 @@ def test_unit_checks_agree_with_the_uncached_check(values: list[object]) -> None
 
     for value in values + values:  # each twice: the second answer comes from the cache
         assert judge_function.unit_problem(value) == judge_function._unit_problem(value)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(
+    st.lists(
+        st.integers(0, 100).map(lambda k: k / 100) | st.sampled_from([-0.0, 0.0, 1.0, 1, 0]),
+        min_size=11,
+        max_size=11,
+    )
+)
+def test_exact_vectors_agree_with_the_uncached_conversion(values: list[float]) -> None:
+    from decimal import Decimal
+
+    from envelopes import judge_function
+
+    vector = dict(zip(judge_function.DIMENSIONS, values, strict=True))
+    for _ in range(2):  # the second conversion comes from the cache
+        exact = judge_function._to_decimals(vector)
+        assert exact == {d: Decimal(f"{float(v) + 0.0:.2f}") for d, v in vector.items()}
+        assert all(str(exact[d]) == f"{float(v) + 0.0:.2f}" for d, v in vector.items())
