@@ -97,15 +97,14 @@ def _is_forbidden_char(ch: str) -> bool:
 
 # `\s` is the regex engine's `str.isspace`, found in one search instead of a call per character.
 _SPACE = re.compile(r"\s")
-# Printable ASCII holds no control, format or separator character.
-_PLAIN_TEXT = re.compile(r"[ -~]*\Z")
 
 
 def _rationale_problem(text: str) -> tuple[str, int] | None:
     """Why `text` cannot be an R value, with the 0-based offset to point at, or None."""
     if not text.strip():
         return "R must carry a rationale of 1 to 120 characters", 0
-    if not _PLAIN_TEXT.match(text):
+    # A printable text (`str.isprintable`, in C) holds no control, format or separator.
+    if not text.isprintable():
         for index, ch in enumerate(text):
             if _is_forbidden_char(ch):
                 return f"R contains the control or separator character U+{ord(ch):04X}", index

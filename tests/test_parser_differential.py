@@ -536,3 +536,22 @@ def test_exact_vectors_agree_with_the_uncached_conversion(values: list[float]) -
         exact = judge_function._to_decimals(vector)
         assert exact == {d: Decimal(f"{float(v) + 0.0:.2f}") for d, v in vector.items()}
         assert all(str(exact[d]) == f"{float(v) + 0.0:.2f}" for d, v in vector.items())
+
+
+def test_the_isprintable_shortcuts_hold_for_every_code_point() -> None:
+    """`str.isprintable` stands in for per-character category look-ups; this holds only
+    while it refuses exactly what they refuse, so every code point is checked (on this
+    interpreter's Unicode tables)."""
+    import sys
+
+    from envelopes import judge
+    from envelopes.declarations import objective
+
+    for code in range(sys.maxunicode + 1):
+        ch = chr(code)
+        printable = ch.isprintable()
+        assert fields._bare_char_ok(ch) == (printable and ch not in '|{}"｜'), hex(code)
+        if printable:
+            assert fields.value_char_allowed(ch), hex(code)
+            assert judge._is_forbidden_char(ch) is False, hex(code)
+            assert ch == "｜" or objective._free_char_ok(ch), hex(code)

@@ -53,6 +53,7 @@ _PAD = " \t"
 # (tab and newline included) may hold it, and a bare value may hold all of it but `"{|}`.
 _PLAIN_VALUE = re.compile(r"[\x20-\x7e\t\n]*\Z")
 _PLAIN_BARE = re.compile(r"[ !#-z~]*\Z")
+_RESERVED_CHARACTER = re.compile('[|{}"｜]')
 # A run of characters a quoted string holds as they are: printable ASCII and tab, less the
 # quote and the backslash, which end or escape.
 _QUOTED_RUN = re.compile(r"[\t !#-\[\]-~]+")
@@ -104,8 +105,8 @@ def value_char_allowed(ch: str) -> bool:
 
 def check_value(value: str) -> str:
     """Pydantic validator: refuse a value no canonical rendering could carry."""
-    if _PLAIN_VALUE.match(value):
-        return value
+    if _PLAIN_VALUE.match(value) or value.isprintable():
+        return value  # (a printable character is never a control, surrogate or separator)
     for ch in value:
         if not value_char_allowed(ch):
             raise ValueError(f"value holds a character that cannot be rendered: {ch!r}")
@@ -191,6 +192,10 @@ def read_quoted(text: str, pos: int, *, line: int, col: int) -> tuple[str, int]:
 
 def _check_bare(value: str, start: int, *, line: int, col: int) -> None:
     if _PLAIN_BARE.match(value):
+        return
+    if value.isprintable() and _RESERVED_CHARACTER.search(value) is None:
+        # `str.isprintable` refuses exactly the categories `_bare_char_ok` refuses (all
+        # of C and Z but the ASCII space): with no reserved character, every one is fine.
         return
     for offset, ch in enumerate(value):
         if ch == FULLWIDTH_PIPE:
