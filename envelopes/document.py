@@ -491,12 +491,18 @@ class _DocumentReader:
                 if "｜" in header or "：" in header or "@" in header:
                     self.check_header(i, "{" + header + "}")
                 j = i + 1
-                if j < len(self.stripped) and self.stripped[j]:
+                if (
+                    j < len(self.stripped)
+                    and self.stripped[j]
+                    and not self.lines[j].startswith("::")
+                ):
                     line = self.lines[i]
                     j, body = self.body(i, name, len(line) - len(line.lstrip()))
                     lines = tuple(body)
                 else:
-                    lines = ()  # a blank line (or the end) closes the body before it opens
+                    # A blank line, the end, or a declaration at the left margin (no deeper
+                    # than this header) closes the body before it opens.
+                    lines = ()
                 append(
                     _new(
                         Declaration,
