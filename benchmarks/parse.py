@@ -9,6 +9,11 @@ shipped here). Given its path (or `ILH_REFERENCE_VALIDATOR`), the script times, 
 process, `Linter(path, text).run()` against `read_document` and `lint_ilang` on every text
 of the corpus: CPU time, the three sides interleaved round by round, the median round of
 each compared. A ratio above 1 means this project's reader is the faster.
+
+A fourth side, `floor`, is not a reader: it splits the text into lines, strips each, runs one
+compiled regex on it and builds one tuple per line, which is the least a line-by-line reader in
+CPython must do. Its ratio bounds what any such reader (ours or another) can reach against the
+reference on this corpus.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -56,6 +62,21 @@ def load_reference(path: Path) -> ModuleType:
     return module
 
 
+_ANY_HEAD = re.compile(r"::([A-Z][A-Z0-9_]*)|\[([^\]:|\s]+)")
+
+
+class _Line(tuple[str, object, int]):
+    __slots__ = ()
+
+
+def floor(text: str) -> list[_Line]:
+    """The least work per line: strip, one regex, one node (see the module docstring)."""
+    new = tuple.__new__
+    match = _ANY_HEAD.match
+    lines = (line.strip() for line in text.split("\n"))
+    return [new(_Line, (s, match(s), n)) for n, s in enumerate(lines) if s]
+
+
 def versus_reference(texts: list[str], reference: ModuleType, seconds: float) -> None:
     """CPU seconds per pass over the corpus, each side timed in turn within every round
     so that drift (frequency, other load on the machine) falls on all three alike."""
@@ -64,6 +85,7 @@ def versus_reference(texts: list[str], reference: ModuleType, seconds: float) ->
         "reference": lambda text: linter("-", text).run(),
         "read_document": read_document,
         "lint_ilang": lint_ilang,
+        "floor": floor,
     }
     for work in sides.values():  # warm-up: imports, regex caches
         for text in texts:
@@ -81,7 +103,7 @@ def versus_reference(texts: list[str], reference: ModuleType, seconds: float) ->
     ref = statistics.median(times["reference"])
     print(f"vs the reference validator ({len(times['reference'])} interleaved rounds, CPU):")
     print(f"  reference Linter.run : {ref * 1e3:7.2f} ms per corpus pass")
-    for name in ("read_document", "lint_ilang"):
+    for name in ("read_document", "lint_ilang", "floor"):
         ours = statistics.median(times[name])
         print(
             f"  {name:<20} : {ours * 1e3:7.2f} ms per pass = {ref / ours:5.2f}x the "

@@ -5,18 +5,18 @@ its code and column. Continuation lines (`=>` at the start of a line, Part III �
 joined by the document reader before a chain reaches this module.
 
 Two readers share the work. A single-pass scanner takes the common shape (a verb or alias,
-an optional `:@TARGET`, bare `key=value` modifiers) one compiled match per operation, with
-no state object and no slicing. Whatever it does not take (quoted values, verb references,
-comma continuations, and every error) goes to the careful reader below, which alone
-reports problems: the scanner only ever accepts, so both give the same chain or error.
+an optional `:@TARGET` or BATC/Π verb reference, `key=value` modifiers, bare or quoted) one
+compiled match per operation and per modifier, with no state object and no slicing. Whatever
+it does not take (comma continuations, and every error) goes to the careful reader below,
+which alone reports problems: the scanner only ever accepts, so both give the same chain or
+error.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from envelopes.errors import IlangError
 from envelopes.vocabulary import ALIASES, ENTITY_TIERS, MODIFIERS, VERB_SET
@@ -33,16 +33,24 @@ _RESERVED_IN_BARE = frozenset('"[')
 _BARE_RUN = re.compile(r'[^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]*')
 
 
-# The scanner's tokens. An operation head with its optional `:@TARGET`; then, after `|`, one
-# modifier at a time: a bare value (what the careful reader's bare run holds) or a quoted
-# value without escapes, and the character that ends it. Anything else is the careful
-# reader's.
-_FAST_HEAD = re.compile(r"\[([^\]:|\s]+)(?::@([A-Z][A-Z0-9_]*))?([|\]])")
+# The scanner's tokens. An operation head with its optional `:@TARGET` or verb reference;
+# then, after `|`, one modifier at a time: a bare value (what the careful reader's bare run
+# holds) or a quoted value (its three escapes undone after the match), and the character
+# that ends it. Anything else is the careful reader's.
+_FAST_HEAD = re.compile(r"\[([^\]:|\s]+)(?::(?:@([A-Z][A-Z0-9_]*)|([^\]:|\s@][^\]:|\s]*)))?([|\]])")
 _FAST_MOD = re.compile(
     r"([A-Za-z_][A-Za-z0-9_]*)="
-    r'(?:"([^"\\\x00-\x1f\x7f-\x9f\u2028\u2029]*)"|([^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+))'
+    r'(?:"((?:[^"\\\x00-\x1f\x7f-\x9f\u2028\u2029]|\\["\\n])*)"|([^\],|"\[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+))'
     r"([,\]])"
 )
+
+
+# The three escapes of a quoted value (SPEC.md §2.4), undone left to right.
+_UNESCAPE = re.compile(r'\\(["\\n])')
+
+
+def _unescape(escape: re.Match[str]) -> str:
+    return _ESCAPES[escape.group(1)]
 
 
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -56,19 +64,42 @@ def is_control(ch: str) -> bool:
     return code < 0x20 or 0x7F <= code <= 0x9F or ch in "\u2028\u2029"
 
 
-@dataclass(frozen=True, slots=True)
-class Modifier:
+# The nodes are named tuples: one is built in a single C call (`tuple.__new__`), where a
+# frozen dataclass sets each field through `object.__setattr__`, ten times the cost. They keep
+# the dataclasses' behaviour: equality and hash leave out the last field (the line or column,
+# layout rather than meaning) and hold only between nodes of one type; `repr` is the same.
+
+
+def same_node(a: tuple[object, ...], b: object) -> bool:
+    """Dataclass equality for a node whose last field is position only."""
+    return b.__class__ is a.__class__ and a[:-1] == b[:-1]
+
+
+def same_whole(a: tuple[object, ...], b: object) -> bool:
+    """Dataclass equality for a node every field of which is compared."""
+    return b.__class__ is a.__class__ and tuple.__eq__(a, b)
+
+
+class Modifier(NamedTuple):
     key: str
     value: str
     quoted: bool = False
     """A quoted value is a string even when it reads like an entity (`"@X"`)."""
 
+    def __eq__(self, other: object) -> bool:
+        return same_whole(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_whole(self, other)
+
+    def __hash__(self) -> int:
+        return tuple.__hash__(self)
+
     def render(self) -> str:
         return f"{self.key}={quote(self.value) if self.quoted else self.value}"
 
 
-@dataclass(frozen=True, slots=True)
-class Operation:
+class Operation(NamedTuple):
     verb: str
     """The canonical verb; an alias is resolved here and kept in `alias` for rendering."""
     alias: str | None = None
@@ -77,7 +108,17 @@ class Operation:
     verb_ref: str | None = None
     """BATC/Π only: the verb (or alias) applied to each item."""
     modifiers: tuple[Modifier, ...] = ()
-    col: int = field(default=1, compare=False)
+    col: int = 1
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     def render(self) -> str:
         out = ["[", self.alias or self.verb]
@@ -92,10 +133,19 @@ class Operation:
         return "".join(out)
 
 
-@dataclass(frozen=True, slots=True)
-class Chain:
+class Chain(NamedTuple):
     operations: tuple[Operation, ...]
-    line: int = field(default=1, compare=False)
+    line: int = 1
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     def render(self) -> str:
         return "=>".join(op.render() for op in self.operations)
@@ -358,7 +408,7 @@ def resolve_entity(
     return _TIER_NAMES[tier]
 
 
-def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
+def scan_chain(text: str, line: int, col0: int) -> Chain | None:
     """The chain when every operation has the common shape; None sends the text to the
     careful reader (which also owns every error message)."""
     ops: list[Operation] = []
@@ -366,11 +416,12 @@ def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
     end = len(text)
     head_at = _FAST_HEAD.match
     mod_at = _FAST_MOD.match
+    new = tuple.__new__
     while True:
         found = head_at(text, pos)
         if found is None:
             return None
-        head, target, closer = found.groups()
+        head, target, verb_ref, closer = found.groups()
         if head in VERB_SET:
             verb, alias = head, None
         else:
@@ -378,6 +429,13 @@ def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
             if verb is None:
                 return None
             alias = head
+        if verb_ref is not None:
+            # BATC/Π alone take a verb reference, and never OUT (E502 in the careful reader).
+            if verb != "BATC":
+                return None
+            referred = verb_ref if verb_ref in VERB_SET else ALIASES.get(verb_ref)
+            if referred is None or referred == "OUT":
+                return None
         modifiers: tuple[Modifier, ...] = ()
         at = found.end()
         if closer == "|":
@@ -390,18 +448,20 @@ def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
                 if key not in MODIFIERS:
                     return None
                 if bare is None:
-                    mods.append(Modifier(key, quoted, True))
+                    if "\\" in quoted:
+                        quoted = _UNESCAPE.sub(_unescape, quoted)
+                    mods.append(new(Modifier, (key, quoted, True)))
                 elif bare[0] == "@" and ENTITY_NAME.match(bare, 1) is None:
                     return None
                 else:
-                    mods.append(Modifier(key, bare))
+                    mods.append(new(Modifier, (key, bare, False)))
                 at = piece.end()
                 if stop == "]":
                     break
             modifiers = tuple(mods)
-        ops.append(Operation(verb, alias, target, None, modifiers, col0 + pos))
+        ops.append(new(Operation, (verb, alias, target, verb_ref, modifiers, col0 + pos)))
         if at == end:
-            return Chain(tuple(ops), line)
+            return new(Chain, (tuple(ops), line))
         if verb == "OUT" or not text.startswith("=>[", at):
             return None  # OUT before the end (E502), or text after an operation
         pos = at + 2
@@ -409,5 +469,5 @@ def _fast_chain(text: str, line: int, col0: int) -> Chain | None:
 
 def parse_chain(text: str, line: int = 1, col: int = 1) -> Chain:
     """Parse one whole chain (continuations already joined)."""
-    chain = _fast_chain(text, line, col)
+    chain = scan_chain(text, line, col)
     return chain if chain is not None else _ChainReader(text, line, col).read()

@@ -12,9 +12,8 @@ parsed, and the block ends only at its own delimiter line.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Callable, Iterator
+from typing import Literal, NamedTuple
 
 from envelopes.chain import (
     CONTROL,
@@ -23,6 +22,9 @@ from envelopes.chain import (
     head_of,
     is_operation_head,
     parse_chain,
+    same_node,
+    same_whole,
+    scan_chain,
 )
 from envelopes.errors import Finding, IlangError
 from envelopes.vocabulary import (
@@ -64,16 +66,36 @@ INDENT = "  "
 # prefix and line number.
 _Base = tuple[str, str | None, str | None, int]
 _TIMED = ("T[", "PARALLEL{")  # the only starts a temporal bind or note can have
+# The common declaration: `::NAME{header}` alone on its line, no brace inside the header.
+_SIMPLE_DECLARATION = re.compile(r"::([A-Z][A-Z0-9_]*)\{([^{}]*)\}\Z")
+# Names whose simple declaration needs no more than its header's checks and its body: every
+# registered one but the marker, tolerated annotations, the double-brace narratives and the
+# opaque block's pair.
+_PLAIN_DECLARATIONS = (
+    TOP_LEVEL_DECLARATIONS
+    - DOUBLE_BRACE
+    - TOLERATED_ANNOTATIONS
+    - {"ILANG", "UNTRUSTED", "END_UNTRUSTED"}
+)
 
 
-@dataclass(frozen=True, slots=True)
-class BodyLine:
+class BodyLine(NamedTuple):
     form: BodyForm
     text: str
     """The line as written, stripped; empty for B7 and B8, which carry their own node."""
     chain: Chain | None = None
     nested: Declaration | None = None
-    line: int = field(default=0, compare=False)
+    line: int = 0
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     def render(self, depth: int) -> list[str]:
         pad = INDENT * depth
@@ -94,8 +116,7 @@ class BodyLine:
         return match.group(2).strip() if match else None
 
 
-@dataclass(frozen=True, slots=True)
-class Declaration:
+class Declaration(NamedTuple):
     name: str
     header: str
     """For inline and header_body shapes: the text between the outer braces. For a brace
@@ -114,7 +135,17 @@ class Declaration:
     opaque: str | None = None
     """`::UNTRUSTED` payload, verbatim and never parsed."""
     delimiter: str | None = None
-    line: int = field(default=0, compare=False)
+    line: int = 0
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     @property
     def full_name(self) -> str:
@@ -143,29 +174,55 @@ class Declaration:
         return lines
 
 
-@dataclass(frozen=True, slots=True)
-class ChainLine:
+class ChainLine(NamedTuple):
     chain: Chain
-    line: int = field(default=0, compare=False)
+    line: int = 0
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
 
-@dataclass(frozen=True, slots=True)
-class TextLine:
+class TextLine(NamedTuple):
     """A top-level line that is not a declaration or chain: the document marker, a tag
     line, a temporal bind or note, an annotation (`→ …`, `<<<…`, a tolerated `::LATENCY`)
     or colophon prose in a tag-only region."""
 
     kind: Literal["marker", "tags", "temporal", "annotation", "colophon"]
     text: str
-    line: int = field(default=0, compare=False)
+    line: int = 0
+    """Not compared: position only."""
+
+    def __eq__(self, other: object) -> bool:
+        return same_node(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_node(self, other)
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
 
 Item = Declaration | ChainLine | TextLine
 
 
-@dataclass(frozen=True, slots=True)
-class Document:
+class Document(NamedTuple):
     items: tuple[Item, ...]
+
+    def __eq__(self, other: object) -> bool:
+        return same_whole(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not same_whole(self, other)
+
+    def __hash__(self) -> int:
+        return tuple.__hash__(self)
 
     def render(self) -> str:
         """Canonical text: two-space body indentation, chains on one line, no blank lines
@@ -215,14 +272,25 @@ def indent_of(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+# Nodes are built in the hot path by one C call with every field given in order; the
+# classes' own constructors (keyword defaults) stay for everyone else.
+_new = tuple.__new__
+
+
 class _DocumentReader:
+    """One pass over the lines, each stripped once (`self.stripped`); a line's first
+    character picks the one production it can open, and only that production's patterns
+    run on it."""
+
     def __init__(self, text: str, first_line: int) -> None:
         self.text = text
-        self.lines = text.split("\n")
-        if self.lines and self.lines[-1] == "":
-            self.lines.pop()
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
         if "\r" in text:
-            self.lines = [ln[:-1] if ln.endswith("\r") else ln for ln in self.lines]
+            lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+        self.lines = lines
+        self.stripped: list[str] = []
         self.offset = first_line
         self.findings: list[Finding] = []
         # Control characters found per line index; reported after reading, except on the
@@ -262,124 +330,218 @@ class _DocumentReader:
 
     def read(self) -> Document:
         self.check_characters(self.text)
+        self.stripped = [ln.strip() for ln in self.lines]
         document = self.read_items()
-        # Opaque payloads are content, not iLang text: a control character there (ANSI
-        # escapes in tool output, a NUL) is data, never a finding.
-        control_findings = [f for index, f in self.controls if index not in self.opaque_lines]
-        self.findings[:0] = control_findings
+        if self.controls:
+            # Opaque payloads are content, not iLang text: a control character there (ANSI
+            # escapes in tool output, a NUL) is data, never a finding.
+            control_findings = [f for index, f in self.controls if index not in self.opaque_lines]
+            self.findings[:0] = control_findings
         return document
 
     def read_items(self) -> Document:
+        stripped = self.stripped
+        n = len(stripped)
+        off = self.offset
         items: list[Item] = []
-        nonblank = [i for i, ln in enumerate(self.lines) if ln.strip()]
-        first_nb = nonblank[0] if nonblank else -1
-        last_nb = nonblank[-1] if nonblank else -1
+        append = items.append
+        # The first and last non-blank lines: where the document marker may stand.
+        first_nb = 0
+        while first_nb < n and not stripped[first_nb]:
+            first_nb += 1
+        last_nb = n - 1
+        while last_nb >= 0 and not stripped[last_nb]:
+            last_nb -= 1
+        if first_nb == n:
+            first_nb = -1
         in_preamble = False
         seen_construct = False
-        last_chain: tuple[int, str] | None = None  # (first line index, joined text)
+        # The chain being read: its first line's index (-1: none) and its text so far, which
+        # `=>` continuation lines extend; it is parsed when a line of another kind comes.
+        chain_start = -1
+        chain_text = ""
+        # The chain read at once by the scanner when it takes the common shape (which it only
+        # ever accepts, never reports): None when a continuation extended it or the scanner
+        # declined, and then the careful reader reads it when it ends.
+        ready: Chain | None = None
+        lines = self.lines
         i = 0
-        n = len(self.lines)
-
-        def flush_chain() -> None:
-            nonlocal last_chain
-            if last_chain is not None:
-                start, joined = last_chain
-                chain = self.chain_at(start, joined)
-                if chain is not None:
-                    items.append(ChainLine(chain, start + self.offset))
-                last_chain = None
-
         while i < n:
-            s = self.lines[i].strip()
+            s = stripped[i]
             if not s or s == "---":
-                flush_chain()
+                if chain_start >= 0:
+                    if ready is not None:
+                        append(_new(ChainLine, (ready, chain_start + off)))
+                    else:
+                        self.flush_chain(append, chain_start, chain_text)
+                    chain_start = -1
                 i += 1
                 continue
-            if s.startswith("=>"):
-                if last_chain is None:
+            first = s[0]
+            if first == "=" and s.startswith("=>"):
+                if chain_start < 0:
                     self.error(i, "E300", "orphan `=>`: no operation line before it")
                 else:
-                    last_chain = (last_chain[0], last_chain[1] + s)
+                    chain_text += s
+                    ready = None
                 i += 1
                 continue
-            flush_chain()
+            if chain_start >= 0:
+                if ready is not None:
+                    append(_new(ChainLine, (ready, chain_start + off)))
+                else:
+                    self.flush_chain(append, chain_start, chain_text)
+                chain_start = -1
             preamble_here, in_preamble = in_preamble, False
-            # Each pattern is tried only when the line's first characters allow it.
-            timed = s.startswith("T[")
-            if s.startswith("::ILANG::") and _DOC_MARKER.match(s):
-                if i == first_nb:
-                    in_preamble = True
-                elif i != last_nb:
-                    self.error(i, "E300", "the ::ILANG marker may only open or close a document")
-                items.append(TextLine("marker", s, i + self.offset))
-                i += 1
-                continue
-            if timed and _TEMPORAL_BIND.match(s):
-                items.append(TextLine("temporal", s, i + self.offset))
-                i += 1
-                continue
-            if s.startswith("::") or (timed and _TEMPORAL_PREFIX.match(s)):
-                seen_construct = True
-                start = i
-                i, item = self.construct(i)
-                if (
-                    isinstance(item, Declaration)
-                    and item.name == "END_UNTRUSTED"
-                    and start != self.end_expected_at
-                ):
-                    self.error(
-                        start,
-                        "E300",
-                        "::END_UNTRUSTED closes an opaque block: it stands right after the "
-                        "block's delimiter line",
-                    )
-                if item is not None:
-                    items.append(item)
-                continue
-            if s.startswith("["):
+            timed = False
+            if first == ":":
+                if s.startswith("::"):
+                    if s.startswith("ILANG::", 2) and _DOC_MARKER.match(s):
+                        if i == first_nb:
+                            in_preamble = True
+                        elif i != last_nb:
+                            self.error(
+                                i, "E300", "the ::ILANG marker may only open or close a document"
+                            )
+                        append(_new(TextLine, ("marker", s, i + off)))
+                        i += 1
+                        continue
+                    seen_construct = True
+                    i = self.construct(i, s, None, append)
+                    continue
+            elif first == "T":
+                if s.startswith("T["):
+                    if _TEMPORAL_BIND.match(s):
+                        append(_new(TextLine, ("temporal", s, i + off)))
+                        i += 1
+                        continue
+                    prefixed = _TEMPORAL_PREFIX.match(s)
+                    if prefixed:
+                        seen_construct = True
+                        i = self.construct(i, s, prefixed, append)
+                        continue
+                    timed = True
+            elif first == "[":
                 if preamble_here and _TAG_LINE.match(s) and "]=>" not in s:
                     # Part III §1.7: tags right after the marker are metadata even when a
                     # tag's name is also a verb (`[LIST:known_repos]`).
                     in_preamble = True
-                    items.append(TextLine("tags", s, i + self.offset))
+                    append(_new(TextLine, ("tags", s, i + off)))
                 elif "]=>" in s or is_operation_head(head_of(s)) or _ONE_TAG.match(s):
                     # Outside the preamble, a bare `[NAME]` on its own line is a
                     # one-step chain (as the reference validator reads it): an unknown verb
                     # there is E304, never silently a tag. Tag rows stay tags.
                     seen_construct = True
-                    last_chain = (i, s)
+                    chain_start = i
+                    chain_text = s
+                    ready = scan_chain(s, i + off, lines[i].find("[") + 1)
                 elif _TAG_LINE.match(s):
-                    items.append(TextLine("tags", s, i + self.offset))
+                    append(_new(TextLine, ("tags", s, i + off)))
                 else:
                     self.error(
                         i, "E300", f"bracket line is neither a tag nor an operation: {s[:40]}"
                     )
                 i += 1
                 continue
-            if (timed or s.startswith("PARALLEL{")) and _TEMPORAL_NOTE.match(s):
-                items.append(TextLine("temporal", s, i + self.offset))
+            if (timed or (first == "P" and s.startswith("PARALLEL{"))) and _TEMPORAL_NOTE.match(s):
+                append(_new(TextLine, ("temporal", s, i + off)))
             elif s.startswith(("→", "<<<")):
-                items.append(TextLine("annotation", s, i + self.offset))
+                append(_new(TextLine, ("annotation", s, i + off)))
             elif not seen_construct and not any(m in s for m in _STRUCTURAL_MARKS):
-                items.append(TextLine("colophon", s, i + self.offset))
+                append(_new(TextLine, ("colophon", s, i + off)))
             else:
                 self.error(i, "E300", f"line matches no iLang production: {s[:40]}")
             i += 1
-        flush_chain()
-        return Document(tuple(items))
+        if chain_start >= 0:
+            if ready is not None:
+                append(_new(ChainLine, (ready, chain_start + off)))
+            else:
+                self.flush_chain(append, chain_start, chain_text)
+        return _new(Document, (tuple(items),))
+
+    def flush_chain(self, append: Callable[[Item], None], start: int, text: str) -> None:
+        chain = self.chain_at(start, text)
+        if chain is not None:
+            append(_new(ChainLine, (chain, start + self.offset)))
 
     def chain_at(self, index: int, text: str) -> Chain | None:
+        # The chain's column is that of its first `[`, which its stripped text starts with.
+        col = self.lines[index].find("[") + 1 or 1
         try:
-            return parse_chain(text, index + self.offset, self.col_of(index, "[") or 1)
+            return parse_chain(text, index + self.offset, col)
         except IlangError as err:
             self.raised(err, index)
             return None
 
     # ----------------------------------------------------------------- constructs
-    def construct(self, i: int) -> tuple[int, Item | None]:
-        line = self.lines[i]
-        stripped = line.strip()
-        prefix_match = _TEMPORAL_PREFIX.match(stripped) if stripped.startswith("T[") else None
+    def construct(
+        self,
+        i: int,
+        stripped: str,
+        prefix_match: re.Match[str] | None,
+        append: Callable[[Item], None],
+    ) -> int:
+        """Read the construct whose header is line i, append its node (if it reads as one)
+        and return the index of the line after it."""
+        if prefix_match is None:
+            simple = _SIMPLE_DECLARATION.match(stripped)
+            if simple is not None and simple.group(1) in _PLAIN_DECLARATIONS:
+                # The general reader's steps, less those that cannot apply to this shape.
+                name, header = simple.groups()
+                if "｜" in header or "：" in header or "@" in header:
+                    self.check_header(i, "{" + header + "}")
+                j = i + 1
+                if (
+                    j < len(self.stripped)
+                    and self.stripped[j]
+                    and not self.lines[j].startswith("::")
+                ):
+                    line = self.lines[i]
+                    j, body = self.body(i, name, len(line) - len(line.lstrip()))
+                    lines = tuple(body)
+                else:
+                    # A blank line, the end, or a declaration at the left margin (no deeper
+                    # than this header) closes the body before it opens.
+                    lines = ()
+                append(
+                    _new(
+                        Declaration,
+                        (
+                            name,
+                            header,
+                            "header_body" if lines else "inline",
+                            None,
+                            None,
+                            None,
+                            lines,
+                            (),
+                            True,
+                            None,
+                            None,
+                            i + self.offset,
+                        ),
+                    )
+                )
+                return j
+        end, item = self.construct_item(i, stripped, prefix_match)
+        if item is not None:
+            if (
+                item.__class__ is Declaration
+                and item[0] == "END_UNTRUSTED"
+                and i != self.end_expected_at
+            ):
+                self.error(
+                    i,
+                    "E300",
+                    "::END_UNTRUSTED closes an opaque block: it stands right after the "
+                    "block's delimiter line",
+                )
+            append(item)
+        return end
+
+    def construct_item(
+        self, i: int, stripped: str, prefix_match: re.Match[str] | None
+    ) -> tuple[int, Item | None]:
         prefix = prefix_match.group(1) if prefix_match else None
         text = prefix_match.group(2) if prefix_match else stripped
         head = _DECL_HEAD.match(text)
@@ -389,12 +551,13 @@ class _DocumentReader:
                 i, "E300", f"malformed declaration header: {(bad.group(0) if bad else text)[:40]}"
             )
             return i + 1, None
-        name, subname, rest = head.group(1), head.group(2), head.group(3).strip()
+        name, subname, rest = head.groups()
+        rest = rest.strip()
         if name == "ILANG":
             self.error(i, "E300", f"malformed ::ILANG document marker: {text[:40]}")
             return i + 1, None
         if name in TOLERATED_ANNOTATIONS:
-            return i + 1, TextLine("annotation", stripped, i + self.offset)
+            return i + 1, _new(TextLine, ("annotation", stripped, i + self.offset))
         if subname and name != "MODULE":
             self.error(i, "E300", f"::{name}::{subname}: only ::MODULE takes a two-segment name")
         if name not in TOP_LEVEL_DECLARATIONS:
@@ -405,17 +568,20 @@ class _DocumentReader:
             )
             return i + 1, None
         close = find_close(rest)
-        self.check_header(i, rest[: close + 1] if close > 0 else rest)
-        header_indent = indent_of(line)
-        # Every node is built once, whole: its fields are gathered first (no copy per field).
-        base: _Base = (name, subname, prefix, i + self.offset)
-
+        if "｜" in rest or "：" in rest or "@" in rest:
+            self.check_header(i, rest[: close + 1] if close > 0 else rest)
+        line = self.lines[i]
+        header_indent = len(line) - len(line.lstrip())
         if name in DOUBLE_BRACE:
-            return self.narrative(i, base, rest, header_indent)
-        if rest.count("{") - rest.count("}") > 0:
-            return self.brace_span(i, base, rest[1:], None)
-        header = rest[1:close] if close > 0 else rest[1:]
-        trailing = rest[close + 1 :].strip() if close > 0 else ""
+            return self.narrative(i, (name, subname, prefix, i + self.offset), rest, header_indent)
+        if rest.count("{") > rest.count("}"):
+            return self.brace_span(i, (name, subname, prefix, i + self.offset), rest[1:], None)
+        if close > 0:
+            header = rest[1:close]
+            trailing = rest[close + 1 :].strip()
+        else:
+            header = rest[1:]
+            trailing = ""
         if trailing.startswith("::"):
             self.error(i, "E300", "a second declaration on a header line: start a new line")
             trailing = ""
@@ -424,15 +590,32 @@ class _DocumentReader:
             if delimiter:
                 if trailing:
                     self.error(i, "E300", "text after an opaque block's header")
-                return self.opaque(i, base, header, delimiter.group(1))
+                return self.opaque(
+                    i, (name, subname, prefix, i + self.offset), header, delimiter.group(1)
+                )
         first_body: BodyLine | None = None
         if trailing:
             first_body = self.body_line(i, name, trailing)
         end, body = self.body(i, name, header_indent)
         if first_body is not None:
             body.insert(0, first_body)
-        shape: Shape = "header_body" if body else "inline"
-        decl = Declaration(name, header, shape, subname, prefix, body=tuple(body), line=base[3])
+        decl = _new(
+            Declaration,
+            (
+                name,
+                header,
+                "header_body" if body else "inline",
+                subname,
+                prefix,
+                None,
+                tuple(body),
+                (),
+                True,
+                None,
+                None,
+                i + self.offset,
+            ),
+        )
         return end, decl
 
     def check_header(self, i: int, rest: str) -> None:
@@ -588,24 +771,26 @@ class _DocumentReader:
         B1–B5 at the header's own indent (Part III §1.1 FLUSH-LEFT-BODY)."""
         out: list[BodyLine] = []
         regime: str | None = None
+        lines = self.lines
+        stripped = self.stripped
         j = i + 1
-        n = len(self.lines)
+        n = len(stripped)
         last_chain: int | None = None  # index into out of the chain a `=>` may extend
         while j < n:
-            line = self.lines[j]
-            s = line.strip()
+            s = stripped[j]
             if not s:
                 if regime != "indent":
                     break
                 k = j + 1
-                while k < n and not self.lines[k].strip():
+                while k < n and not stripped[k]:
                     k += 1
-                if k < n and indent_of(self.lines[k]) > header_indent:
+                if k < n and indent_of(lines[k]) > header_indent:
                     j = k
                     last_chain = None
                     continue
                 break
-            indent = indent_of(line)
+            line = lines[j]
+            indent = len(line) - len(line.lstrip())
             if indent > header_indent:
                 if regime == "flush":
                     break
@@ -660,7 +845,7 @@ class _DocumentReader:
         return BodyLine("B8", "", chain=chain, line=item.line)
 
     def nested(self, j: int, indent: int) -> tuple[int, BodyLine | None]:
-        s = self.lines[j].strip()
+        s = self.stripped[j]
         head = _DECL_HEAD.match(s)
         delimiter = _DELIMITER_FIELD.search(s) if head and head.group(1) == "UNTRUSTED" else None
         if delimiter is not None:
@@ -672,7 +857,7 @@ class _DocumentReader:
         own_body: list[BodyLine] = []
         name = head.group(1) if head else "?"
         while end < len(self.lines):
-            t = self.lines[end].strip()
+            t = self.stripped[end]
             if not t or indent_of(self.lines[end]) <= indent:
                 break
             if t.startswith("::"):
@@ -709,52 +894,66 @@ class _DocumentReader:
                 self.error(j, "E300", f"a nested ::{name} must be one closed header on its line")
                 return end, None
             header, content = rest[1:close], None
-        shape: Shape = "header_body" if own_body else "inline"
-        decl = Declaration(
-            name,
-            header,
-            shape,
-            None if content is not None else subname,
-            None,
-            content,
-            tuple(own_body),
-            line=j + self.offset,
+        at = j + self.offset
+        decl = _new(
+            Declaration,
+            (
+                name,
+                header,
+                "header_body" if own_body else "inline",
+                None if content is not None else subname,
+                None,
+                content,
+                tuple(own_body),
+                (),
+                True,
+                None,
+                None,
+                at,
+            ),
         )
-        return end, BodyLine("B7", "", nested=decl, line=j + self.offset)
+        return end, _new(BodyLine, ("B7", "", None, decl, at))
 
     def body_line(self, j: int, parent: str, s: str) -> BodyLine | None:
         """Part III §1.2: the form of a body line is decided by its first token."""
         at = j + self.offset
-        if s.startswith(_TIMED) and (_TEMPORAL_BIND.match(s) or _TEMPORAL_NOTE.match(s)):
-            return BodyLine("temporal", s, line=at)
-        if s.startswith("→"):
-            return BodyLine("annotation", s, line=at)
+        first = s[0]
+        if (
+            (first == "T" or first == "P")
+            and s.startswith(_TIMED)
+            and (_TEMPORAL_BIND.match(s) or _TEMPORAL_NOTE.match(s))
+        ):
+            return _new(BodyLine, ("temporal", s, None, None, at))
+        if first == "→":
+            return _new(BodyLine, ("annotation", s, None, None, at))
         if s.startswith(("T:", "A:")):
-            self.check_entities(j, s)
-            return BodyLine("B1", s, line=at)
-        if s.startswith("=>"):
+            if "@" in s:
+                self.check_entities(j, s)
+            return _new(BodyLine, ("B1", s, None, None, at))
+        if first == "=" and s.startswith("=>"):
             self.error(j, "E300", f"orphan `=>` in the ::{parent} body")
             return None
-        if s.startswith("["):
+        if first == "[":
             if "]=>" in s or is_operation_head(head_of(s)):
-                chain = self.chain_at(j, s)
-                return BodyLine("B8", "", chain=chain, line=at) if chain else None
+                chain = scan_chain(s, at, self.lines[j].find("[") + 1) or self.chain_at(j, s)
+                return _new(BodyLine, ("B8", "", chain, None, at)) if chain else None
             if _TAG_LINE.match(s) or _TAG_TEXT.match(s):
-                return BodyLine("B5", s, line=at)
+                return _new(BodyLine, ("B5", s, None, None, at))
             if parent in PROSE_BODY:
-                return BodyLine("B6", s, line=at)
+                return _new(BodyLine, ("B6", s, None, None, at))
             self.error(
                 j, "E300", f"bracket body line is neither a B5 tag nor a B8 operation: {s[:40]}"
             )
             return None
         key = _KEY.match(s)
         if key:
-            self.check_entities(j, s)
+            if "@" in s:
+                self.check_entities(j, s)
             value = key.group(2).lstrip()
             form: BodyForm = "B4" if value.startswith("[") else "B3" if "|" in value else "B2"
-            return BodyLine(form, s, line=at)
+            return _new(BodyLine, (form, s, None, None, at))
         if parent in PROSE_BODY:
-            return BodyLine("B6", s, line=at)
+            return _new(BodyLine, ("B6", s, None, None, at))
         self.error(j, "E300", f"prose line in the non-prose ::{parent} body: {s[:40]}")
         return None
 

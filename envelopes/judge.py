@@ -95,13 +95,19 @@ def _is_forbidden_char(ch: str) -> bool:
     return category.startswith("C") or category in ("Zl", "Zp")
 
 
+# `\s` is the regex engine's `str.isspace`, found in one search instead of a call per character.
+_SPACE = re.compile(r"\s")
+
+
 def _rationale_problem(text: str) -> tuple[str, int] | None:
     """Why `text` cannot be an R value, with the 0-based offset to point at, or None."""
     if not text.strip():
         return "R must carry a rationale of 1 to 120 characters", 0
-    for index, ch in enumerate(text):
-        if _is_forbidden_char(ch):
-            return f"R contains the control or separator character U+{ord(ch):04X}", index
+    # A printable text (`str.isprintable`, in C) holds no control, format or separator.
+    if not text.isprintable():
+        for index, ch in enumerate(text):
+            if _is_forbidden_char(ch):
+                return f"R contains the control or separator character U+{ord(ch):04X}", index
     if "|" in text:
         # A `|` turns the line into a B3 structured field (Part III §1.2), i.e. extra
         # fields on R; §4 rejects extra fields, so R is read fail-closed as one field.
@@ -417,7 +423,7 @@ def _check_item(piece: str, index: int, keys: list[str], number: int, col: int) 
     """Check one `dim=value` item's shape and position; return its dim and value column."""
     if not piece:
         raise IlangError("E300", "empty item in the vector", number, col)
-    if any(ch.isspace() for ch in piece):
+    if _SPACE.search(piece):
         raise IlangError("E303", "whitespace inside the vector", number, col)
     key, sep, _ = piece.partition("=")
     if not sep:

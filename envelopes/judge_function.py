@@ -16,6 +16,7 @@ import math
 from collections.abc import Mapping
 from decimal import ROUND_HALF_EVEN, Decimal
 from enum import StrEnum
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -162,6 +163,20 @@ def vector_problem(vector: Mapping[str, object]) -> str | None:
 
 def unit_problem(value: object) -> str | None:
     """Why `value` is not a two-decimal number in [0.00, 1.00], or None."""
+    if value.__class__ is float:
+        return _float_problem(value)
+    return _unit_problem(value)
+
+
+@lru_cache(maxsize=4096)
+def _float_problem(value: float) -> str | None:
+    # A block's values are few and recur (101 two-decimal points, checked by the model, by
+    # the decision and by the abstain rule), and the answer depends on the float alone:
+    # equal floats print alike, but for -0.0, which passes like 0.0.
+    return _unit_problem(value)
+
+
+def _unit_problem(value: object) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return f"{value!r} is not a number"
     number = float(value)
@@ -183,8 +198,14 @@ def exact_vector(vector: Mapping[str, float]) -> dict[str, Decimal]:
 
 
 def _to_decimals(vector: Mapping[str, float]) -> dict[str, Decimal]:
-    # The "+ 0.0" folds -0.0 into 0.0 so that it formats as "0.00".
-    return {dim: Decimal(f"{float(vector[dim]) + 0.0:.2f}") for dim in DIMENSIONS}
+    return {dim: _two_decimals(float(vector[dim])) for dim in DIMENSIONS}
+
+
+@lru_cache(maxsize=4096)
+def _two_decimals(value: float) -> Decimal:
+    # The "+ 0.0" folds -0.0 into 0.0 so that it formats as "0.00". Memoised like
+    # `_float_problem`: a Decimal is immutable, so one instance may serve every caller.
+    return Decimal(f"{value + 0.0:.2f}")
 
 
 def survival_hit(vector: ExactVector) -> str | None:

@@ -31,8 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-
-from pydantic import BaseModel, ConfigDict
+from typing import NamedTuple
 
 from envelopes.errors import IlangError
 
@@ -54,17 +53,41 @@ _PAD = " \t"
 # (tab and newline included) may hold it, and a bare value may hold all of it but `"{|}`.
 _PLAIN_VALUE = re.compile(r"[\x20-\x7e\t\n]*\Z")
 _PLAIN_BARE = re.compile(r"[ !#-z~]*\Z")
+_RESERVED_CHARACTER = re.compile('[|{}"｜]')
+# A run of characters a quoted string holds as they are: printable ASCII and tab, less the
+# quote and the backslash, which end or escape.
+_QUOTED_RUN = re.compile(r"[\t !#-\[\]-~]+")
+# Where a bare segment or value ends (or meets a reserved character): one search in C
+# instead of a test per character.
+_SEGMENT_END = re.compile(r'[:|"{}]')
+_VALUE_END = re.compile(r'[|"{}]')
+_PAD_RUN = re.compile(r"[ \t]*")
+# The common field: an identifier key, its colon, then a bare value of printable ASCII (pads
+# around the colon allowed). When the character after it is a stop, the careful steps below
+# would accept it unchanged; anything else goes through them.
+_PLAIN_FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)[ \t]*:[ \t]*([ !#-z~]*)")
 
 
-class Segment(BaseModel):
-    """One `|`-separated piece of a header: positional when `key` is None."""
+class Segment(NamedTuple):
+    """One `|`-separated piece of a header: positional when `key` is None.
 
-    model_config = ConfigDict(frozen=True)
+    A named tuple, built by one C call, where a model validated each field (the scanner
+    alone builds segments, from strings it has cut itself). It compares as the frozen model
+    did: all four fields, and only with another segment."""
 
     key: str | None
     value: str
     line: int = 1
     col: int = 1
+
+    def __eq__(self, other: object) -> bool:
+        return other.__class__ is Segment and tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __hash__(self) -> int:
+        return tuple.__hash__(self)
 
 
 def value_char_allowed(ch: str) -> bool:
@@ -82,8 +105,8 @@ def value_char_allowed(ch: str) -> bool:
 
 def check_value(value: str) -> str:
     """Pydantic validator: refuse a value no canonical rendering could carry."""
-    if _PLAIN_VALUE.match(value):
-        return value
+    if _PLAIN_VALUE.match(value) or value.isprintable():
+        return value  # (a printable character is never a control, surrogate or separator)
     for ch in value:
         if not value_char_allowed(ch):
             raise ValueError(f"value holds a character that cannot be rendered: {ch!r}")
@@ -142,6 +165,12 @@ def read_quoted(text: str, pos: int, *, line: int, col: int) -> tuple[str, int]:
     out: list[str] = []
     i = pos + 1
     while i < len(text):
+        run = _QUOTED_RUN.match(text, i)
+        if run is not None:
+            out.append(run.group(0))
+            i = run.end()
+            if i >= len(text):
+                break
         ch = text[i]
         if ch == '"':
             return "".join(out), i + 1
@@ -163,6 +192,10 @@ def read_quoted(text: str, pos: int, *, line: int, col: int) -> tuple[str, int]:
 
 def _check_bare(value: str, start: int, *, line: int, col: int) -> None:
     if _PLAIN_BARE.match(value):
+        return
+    if value.isprintable() and _RESERVED_CHARACTER.search(value) is None:
+        # `str.isprintable` refuses exactly the categories `_bare_char_ok` refuses (all
+        # of C and Z but the ASCII space): with no reserved character, every one is fine.
         return
     for offset, ch in enumerate(value):
         if ch == FULLWIDTH_PIPE:
@@ -194,9 +227,13 @@ def _check_fullwidth_key(text: str, start: int, *, line: int, col: int) -> None:
 
 
 def _skip_pad(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in _PAD:
-        pos += 1
+    if pos < len(text) and text[pos] in _PAD:
+        run = _PAD_RUN.match(text, pos)
+        return run.end() if run else pos
     return pos
+
+
+_new = tuple.__new__
 
 
 class _Scanner:
@@ -245,15 +282,20 @@ class _Scanner:
         text = self.text
         pos = _skip_pad(text, pos)
         start = pos
+        plain = _PLAIN_FIELD.match(text, pos)
+        if plain is not None:
+            end = plain.end()
+            if end == len(text) or text[end] in self.stops:
+                key, value = plain.groups()
+                return _new(Segment, (key, value.rstrip(_PAD), self.line, self.col + start)), end
         if pos < len(text) and text[pos] == '"':
             value, pos = read_quoted(text, pos, line=self.line, col=self.col)
-            return Segment(key=None, value=value, line=self.line, col=self.col + start), (
+            return _new(Segment, (None, value, self.line, self.col + start)), (
                 self.after_quoted(pos)
             )
-        end = pos
-        while end < len(text) and text[end] not in ':|"{}':
-            end += 1
-        stop = text[end] if end < len(text) else ""
+        found = _SEGMENT_END.search(text, pos)
+        end = found.start() if found else len(text)
+        stop = text[end] if found else ""
         if stop == ":":
             return self.field(start, end)
         if stop in ('"', "{") or (stop == "}" and not self.until_brace):
@@ -263,7 +305,7 @@ class _Scanner:
             raise self.error("E300", "empty field between separators", start)
         _check_fullwidth_key(raw, start, line=self.line, col=self.col)
         _check_bare(raw, start, line=self.line, col=self.col)
-        return Segment(key=None, value=raw, line=self.line, col=self.col + start), end
+        return _new(Segment, (None, raw, self.line, self.col + start)), end
 
     def field(self, start: int, colon: int) -> tuple[Segment, int]:
         text = self.text
@@ -277,17 +319,14 @@ class _Scanner:
             value, pos = read_quoted(text, pos, line=self.line, col=self.col)
             pos = self.after_quoted(pos)
         else:
-            end = pos
-            while end < len(text) and text[end] not in self.stops:
-                if text[end] in '"{}':
-                    raise self.error(
-                        "E303", f"reserved character {text[end]!r} in a bare value", end
-                    )
-                end += 1
+            found = _VALUE_END.search(text, pos)
+            end = found.start() if found else len(text)
+            if found and text[end] not in self.stops:
+                raise self.error("E303", f"reserved character {text[end]!r} in a bare value", end)
             value = text[pos:end].rstrip(_PAD)
             _check_bare(value, pos, line=self.line, col=self.col)
             pos = end
-        return Segment(key=key, value=value, line=self.line, col=self.col + start), pos
+        return _new(Segment, (key, value, self.line, self.col + start)), pos
 
     def after_quoted(self, pos: int) -> int:
         pos = _skip_pad(self.text, pos)
@@ -301,7 +340,46 @@ def split_fields(content: str, *, line: int = 1, col: int = 1) -> list[Segment]:
 
     `col` is the 1-based column of `content[0]` in its line, for error positions.
     """
+    if _PLAIN_HEADER.match(content):
+        plain = _plain_segments(content, line, col)
+        if plain is not None:
+            return plain
     segments, _ = _Scanner(content, line=line, col=col, until_brace=False).scan(0)
+    return segments
+
+
+# A header of printable ASCII without quotes, braces or tabs: its segments are its `|` pieces,
+# its pads are spaces, and no character in it can be reserved, invisible or full-width.
+_PLAIN_HEADER = re.compile(r"[ !#-z|~]*\Z")
+
+
+def _plain_segments(content: str, line: int, col: int) -> list[Segment] | None:
+    """The scanner's segments of a plain header, cut with string methods; None when a
+    piece would be an error (empty, or a malformed key), which the scanner then reports."""
+    segments: list[Segment] = []
+    seen: dict[str, str] = {}
+    offset = 0
+    for piece in content.split("|"):
+        body = piece.lstrip(" ")
+        start = offset + len(piece) - len(body)
+        offset += len(piece) + 1
+        colon = body.find(":")
+        if colon < 0:
+            value = body.rstrip(" ")
+            if not value:
+                return None
+            segments.append(_new(Segment, (None, value, line, col + start)))
+            continue
+        key = body[:colon].rstrip(" ")
+        if not IDENTIFIER.fullmatch(key):
+            return None
+        folded = key.lower()
+        if folded in seen:
+            raise IlangError(
+                "E303", f"repeated key {key!r} (first as {seen[folded]!r})", line, col + start
+            )
+        seen[folded] = key
+        segments.append(_new(Segment, (key, body[colon + 1 :].strip(" "), line, col + start)))
     return segments
 
 

@@ -22,7 +22,6 @@ The canonical body text, which `body_digest` hashes, is one line `KEY: value` pe
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, ClassVar, Self
@@ -65,6 +64,14 @@ _NAMED = frozenset({"id", "owner", "trust", "version", "hash", "status"})
 BodyFields = tuple[tuple[str, Value], ...]
 
 
+def _plain_free(value: str) -> bool:
+    """True when every character is one free text may hold, found in C: a printable
+    character (`str.isprintable`: no control, format, unassigned or separator character but
+    the ASCII space) is never a line break, tab or odd space, so only ｜ is left to rule out.
+    False says nothing: the caller's per-character look-up decides."""
+    return value.isprintable() and FULLWIDTH_PIPE not in value
+
+
 def _free_char_ok(ch: str) -> bool:
     """A character unquoted free text may hold: no line breaks, tabs or odd spaces, and
     no full-width ｜ (a mistyped separator, see fields.py)."""
@@ -73,18 +80,11 @@ def _free_char_ok(ch: str) -> bool:
     return ch != FULLWIDTH_PIPE and value_char_allowed(ch) and not ch.isspace()
 
 
-# Printable ASCII and the space: every such character passes `_free_char_ok`, so the
-# common value is judged in one C-level match instead of a Python call per character.
-_PRINTABLE_ASCII = re.compile(r"[ -~]*")
-
-
 def _free_text_ok(value: str) -> bool:
     """Whether a body value reads back unchanged as unquoted free text."""
     if value == "" or value[0].isspace() or value[-1].isspace() or value[0] == '"':
         return False
-    if _PRINTABLE_ASCII.fullmatch(value):
-        return True
-    return all(_free_char_ok(ch) for ch in value)
+    return _plain_free(value) or all(_free_char_ok(ch) for ch in value)
 
 
 def render_body_value(value: str) -> str:
@@ -248,6 +248,8 @@ def _read_body_line(line_no: int, text: str) -> tuple[str, str]:
                 start + end + 1,
             )
         return key, value
+    if _plain_free(raw):
+        return key, raw
     for offset, ch in enumerate(raw):
         if ch == FULLWIDTH_PIPE:
             raise IlangError("E300", "full-width ｜ in a body value", line_no, start + offset + 1)

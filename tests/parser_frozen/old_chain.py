@@ -1,14 +1,14 @@
 """Frozen copy of the chain reader as it stood before the single-pass rewrite (commit
-4dad602). Test data for the differential test only: never imported by the product. The node
-types are the product's own, so documents from both readers compare with `==` and `repr`."""
+4dad602). Test data for the differential test only: never imported by the product. It builds
+the frozen node types of `old_nodes`."""
 
 from __future__ import annotations
 
 import re
 
-from envelopes.chain import Chain, Modifier, Operation
 from envelopes.errors import IlangError
 from envelopes.vocabulary import ALIASES, MODIFIERS, VERB_SET
+from tests.parser_frozen.old_nodes import Chain, Modifier, Operation
 
 ENTITY_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
 _MODIFIER_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -5,16 +5,6 @@ from __future__ import annotations
 
 import re
 
-from envelopes.document import (
-    BodyForm,
-    BodyLine,
-    ChainLine,
-    Declaration,
-    Document,
-    Item,
-    Shape,
-    TextLine,
-)
 from envelopes.errors import Finding, IlangError
 from envelopes.vocabulary import (
     DOUBLE_BRACE,
@@ -30,6 +20,16 @@ from tests.parser_frozen.old_chain import (
     head_of,
     is_operation_head,
     parse_chain,
+)
+from tests.parser_frozen.old_nodes import (
+    BodyForm,
+    BodyLine,
+    ChainLine,
+    Declaration,
+    Document,
+    Item,
+    Shape,
+    TextLine,
 )
 
 _DOC_MARKER = re.compile(r"::ILANG::\S+\Z")
