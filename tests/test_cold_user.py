@@ -101,3 +101,48 @@ def test_view_refuses_a_huge_certificate(huge: Path, tmp_path: Path) -> None:
     cert = huge.rename(tmp_path / "huge.cert.json")
     result = invoke("view", str(cert), "--out", str(tmp_path / "out.html"))
     assert "larger than" in one_error(result, str(cert), "E500")
+
+
+def certify_clean(tmp_path: Path, *extra: str) -> Result:
+    clean = EXAMPLES / "certify_clean"
+    return invoke(
+        "certify", str(clean / "handoff.md"), "--role", "implementer",
+        "--source", str(clean / "project"), "--non-interactive",
+        "--store", str(tmp_path / "r.db"), *extra,
+    )  # fmt: skip
+
+
+def test_certify_names_a_certificate_path_that_is_a_folder(tmp_path: Path) -> None:
+    assert certify_clean(tmp_path).exit_code == 0  # certified: the file would be written
+    line = one_error(certify_clean(tmp_path, "--certificate", str(tmp_path)), str(tmp_path), "E303")
+    assert "folder" in line
+
+
+@pytest.mark.parametrize("flag", ["--certificate", "--markdown"])
+def test_certify_names_an_output_it_cannot_write(tmp_path: Path, flag: str) -> None:
+    unwritable = tmp_path / "missing" / "cert.out"
+    line = one_error(certify_clean(tmp_path, flag, str(unwritable)), str(unwritable), "E500")
+    assert "cannot write" in line
+    # Refused before anything is certified: the store holds no certification run.
+    assert (
+        not (tmp_path / "r.db").exists()
+        or "certify" not in invoke("runs", "list", "--store", str(tmp_path / "r.db")).output
+    )
+
+
+def test_certify_says_why_the_certificate_could_not_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A folder that refuses the write only at the end (a full disk, a read-only mount, a
+    # file system root opens but does not write).
+    real = Path.write_text
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> int:
+        if self.name == "cert.json":
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    landing = tmp_path / "cert.json"
+    line = one_error(certify_clean(tmp_path, "--certificate", str(landing)), str(landing), "E500")
+    assert "No space left on device" in line

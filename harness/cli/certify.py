@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -195,6 +196,12 @@ def certify(
             utterance=utterance,
         )
         cwd = Path.cwd()
+        if markdown_path is not None:
+            # Checked before the work, as --certificate is: a certification that cannot
+            # land where it was asked to is known before it is done.
+            folder = markdown_path.parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise InputError(markdown_path, "E500", "cannot write the Markdown there")
         given, contract = declare(flags, contract_path, cwd)
         answers = load_answers(answers_path) if answers_path is not None else NO_ANSWERS
         lexicon = load_lexicon(lexicons)
@@ -242,6 +249,19 @@ async def _certify(request: Request, client: ModelClient | None) -> Certificate:
             await close_client(client)
 
 
+def write_or_exit(path: Path, text: str, what: str, result: Certificate) -> None:
+    """Write an output the user asked for, or end with one message: the checks made before
+    the certification cannot see a full disk or a file system that refuses writes."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        recorded = (
+            f"; the certification is recorded as run {result.run_id}" if result.run_id else ""
+        )
+        BadInput(str(path), "E500", f"cannot write {what}: {err.strerror or err}{recorded}").show()
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def emit(
     result: Certificate,
     landing: str | None,
@@ -251,12 +271,12 @@ def emit(
 ) -> None:
     if landing is not None:
         if result.certified:
-            Path(landing).write_text(result.to_json() + "\n", encoding="utf-8")
+            write_or_exit(Path(landing), result.to_json() + "\n", "the certificate", result)
             err.print(f"certificate written to {landing}", markup=False)
         else:
             err.print(f"not certified: no certificate written to {landing}", markup=False)
     if markdown_path is not None:
-        markdown_path.write_text(render_markdown(result), encoding="utf-8")
+        write_or_exit(markdown_path, render_markdown(result), "the Markdown", result)
     if as_json:
         click.echo(result.to_json())
     else:
