@@ -3,8 +3,11 @@ input is one line `error LOCATION: CODE message`, exit 2, and never a traceback 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,3 +149,26 @@ def test_certify_says_why_the_certificate_could_not_be_written(
     landing = tmp_path / "cert.json"
     line = one_error(certify_clean(tmp_path, "--certificate", str(landing)), str(landing), "E500")
     assert "No space left on device" in line
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_certify_does_not_hang_on_a_source_holding_a_pipe_or_a_device(tmp_path: Path) -> None:
+    # `--source ~` or `--source /` grants folders that hold pipes, sockets and devices
+    # (`/dev/zero` never ends; a pipe with no writer blocks its reader forever): only
+    # regular files are read.
+    clean = EXAMPLES / "certify_clean"
+    source = tmp_path / "source"
+    shutil.copytree(clean / "project", source)
+    os.mkfifo(source / "a_pipe")
+    if os.path.exists("/dev/zero"):
+        (source / "zeros").symlink_to("/dev/zero")
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "harness", "certify", str(clean / "handoff.md"),
+            "--role", "implementer", "--source", str(source), "--non-interactive",
+            "--store", str(tmp_path / "r.db"), "--json",
+        ],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["certified"] is True
