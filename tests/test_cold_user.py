@@ -172,3 +172,21 @@ def test_certify_does_not_hang_on_a_source_holding_a_pipe_or_a_device(tmp_path: 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["certified"] is True
+
+
+def usage_error(*args: str) -> str:
+    """Bad usage goes through `ilh`'s own entry point (click's standalone mode is not it)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
+    return done.stderr.splitlines()[0]
+
+
+@pytest.mark.parametrize("value", ["forever", "-5s", "inf", "0"])
+def test_certify_names_a_bad_refuter_time_by_its_flag(value: str) -> None:
+    handoff = str(EXAMPLES / "certify_clean" / "handoff.md")
+    line = usage_error("certify", handoff, "--role", "x", "--refuter-time", value)
+    assert line.startswith("error --refuter-time: E303 "), line

@@ -39,6 +39,18 @@ EXIT_CERTIFIED = 0
 EXIT_NOT_CERTIFIED = 1
 
 
+def refuter_seconds(value: str) -> float:
+    """`--refuter-time` in seconds; bad usage (named by its flag) otherwise, checked by click
+    before anything runs, like `--refuter-tokens`."""
+    try:
+        seconds = parse_duration(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+    if seconds <= 0:
+        raise click.BadParameter(f"{value!r}: the refuter's time budget must be positive")
+    return seconds
+
+
 @click.command()
 @click.argument("target", required=False)
 @click.option("--role", help="The receiver's role (an open word: implementer, reviewer, …).")
@@ -140,7 +152,11 @@ EXIT_NOT_CERTIFIED = 1
     help="The refuter's token budget.",
 )
 @click.option(
-    "--refuter-time", default="600s", show_default=True, help="The refuter's time budget."
+    "--refuter-time",
+    default="600s",
+    show_default=True,
+    callback=lambda _ctx, _param, value: refuter_seconds(value),
+    help="The refuter's time budget.",
 )
 @click.option(
     "--refuter-calls",
@@ -173,7 +189,7 @@ def certify(
     base_url: str | None,
     lexicons: tuple[Path, ...],
     refuter_tokens: int,
-    refuter_time: str,
+    refuter_time: float,
     refuter_calls: int,
 ) -> None:
     """Certify TARGET (a file, or git:REV:PATH) for a zero-memory receiver in ROLE.
@@ -205,7 +221,7 @@ def certify(
         given, contract = declare(flags, contract_path, cwd)
         answers = load_answers(answers_path) if answers_path is not None else NO_ANSWERS
         lexicon = load_lexicon(lexicons)
-        seconds = float(parse_duration(refuter_time))
+        seconds = refuter_time
         interactive = not non_interactive and sys.stdin.isatty()
         gate: Gate = PromptGate(err) if interactive else NoGate()
         client: ModelClient | None = None
