@@ -45,6 +45,23 @@ def run(folder: Path, task_text: str, agent_text: str = '{"text": "hi"}\n') -> t
         (GOOD + HALF_RUBRIC.replace("0.5", "1.0") + 'run = " "\n', "criteria.0.run", "E303"),
         (GOOD.replace("scripted:agent.jsonl", "gpt4"), "agent.model", "E303"),
         (GOOD.replace(*TIME_WORDS), "budget.time", "E30"),
+        # TOML spells infinity `inf` (and `1e400` overflows to it): a budget that never
+        # runs out is not a number the ledger can hold.
+        (GOOD.replace("[budget.rounds]", "[budget.time]\nlimit = inf\n[budget.rounds]"),
+         "budget.time.limit", "E303"),
+        (GOOD.replace("[budget.rounds]", "[budget.time]\nlimit = 1e400\n[budget.rounds]"),
+         "budget.time.limit", "E303"),
+        (GOOD.replace("[budget.rounds]", "[budget.time]\nlimit = 9\nused = nan\n"
+                      "[budget.rounds]"), "budget.time.used", "E303"),
+        # Limits the kernel cannot hold (over 2^64) would fail inside the sandbox's start.
+        (GOOD + '\n[sandbox]\nmemory = "99999999999GiB"\n', "sandbox.memory", "E303"),
+        (GOOD + '\n[sandbox]\nfile_size = "99999999999GiB"\n', "sandbox.file_size", "E303"),
+        (GOOD + "\n[sandbox]\ncpu_seconds = 99999999999999999999\n", "sandbox.cpu_seconds",
+         "E303"),
+        (GOOD + "\n[sandbox]\ncpu_seconds = 4611686018427387904\n", "sandbox.cpu_seconds",
+         "E303"),
+        (GOOD + '\n[sandbox]\ntmp_size = "99999999999GiB"\n', "sandbox.tmp_size", "E303"),
+        (GOOD + '\n[sandbox]\ndisk = "99999999999GiB"\n', "sandbox.disk", "E303"),
     ],
 )  # fmt: skip
 def test_bad_task_file_is_exit_two_with_location_and_code(

@@ -20,7 +20,7 @@ from harness.certify.certificate import Certificate, sha256_digest
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
 from harness.certify.target import read_target
-from harness.inputs.errors import InputError, read_utf8
+from harness.inputs.errors import InputError, read_capped, read_utf8
 
 
 def load_certificate(path: Path) -> Certificate:
@@ -131,7 +131,8 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
         )
     if file is not None:
         try:
-            data = file.read_bytes()
+            with file.open("rb") as opened:
+                data = read_capped(opened, where, f"handoff: {file.name}")
         except OSError as err:
             raise InputError(
                 where, "E500", f"handoff: cannot read {file.name}: {err.strerror or err}"

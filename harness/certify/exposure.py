@@ -12,10 +12,13 @@ certify non-exposure: it is a residual too.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.certify.reach import read_regular
 
 #: What one scan reads at most: a granted tree larger than this is reported unscannable
 #: rather than half-read (a partial scan would certify non-exposure it never saw).
@@ -33,12 +36,17 @@ class Exposure:
 
 
 def _files(root: Path) -> Iterator[Path]:
+    """The regular files under `root`, in a stable order, found as the scan goes: a granted
+    `/` is not walked whole before the scan's cap is reached."""
     if root.is_file():
         yield root
         return
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            yield path
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            path = Path(folder) / name
+            if path.is_file() and not path.is_symlink():
+                yield path
 
 
 def _pattern(token: str) -> re.Pattern[str]:
@@ -67,7 +75,10 @@ def exposed_drops(dropped: Sequence[str], sources: Sequence[Path], base: Path) -
                     problem = f"more than {MAX_SCAN_FILES} files or {MAX_SCAN_BYTES} bytes"
                     break
                 budget -= size
-                text = path.read_bytes().decode("utf-8", errors="replace")
+                data = read_regular(path, size)
+                if data is None:
+                    raise OSError(f"{_shown(path, base)} is not a regular file to read")
+                text = data.decode("utf-8", errors="replace")
                 for token, pattern in patterns.items():
                     if token not in hits and pattern.search(text):
                         hits[token] = _shown(path, base)

@@ -829,6 +829,10 @@ def check_landing(landing: Path, target: Target) -> None:
             "E303",
             "the certificate would land inside the record it certifies; name another file",
         )
+    if landing.is_dir():
+        raise InputError(
+            str(landing), "E303", "--certificate names a folder; name the file to write"
+        )
     folder = landing.parent if str(landing.parent) else Path(".")
     if not folder.is_dir() or not os.access(folder, os.W_OK):
         raise InputError(str(landing), "E500", "cannot write the certificate there")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -31,6 +32,29 @@ MAX_SOURCE_FILES = 2000
 MAX_SOURCE_FILE_BYTES = 512 * 1024
 MAX_SOURCE_TOTAL_BYTES = 8 * 1024 * 1024
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".tox"})
+
+
+def read_regular(path: Path, cap: int) -> bytes | None:
+    """The bytes of `path` when it is a regular file of at most `cap` bytes, else None.
+    A granted folder (`--source ~`, `--source /`) holds pipes, sockets and devices:
+    `/dev/zero` never ends and a pipe with no writer blocks its reader, so the file is
+    opened without blocking and read only once `fstat` says it is a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            data = file.read(cap + 1)
+    except OSError:  # a kernel file that would block (`/proc/kmsg`): not text to read
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= cap else None
+
 
 _ISSUE_PATH = re.compile(
     r"^/[^/]+/[^/]+/(?:-/)?(issues|pull|pulls|merge_requests|releases|commit|blob|tree|tag|tags)(?:/|$)"
@@ -99,11 +123,8 @@ class Reach:
         texts: list[tuple[str, str]] = []
         total = 0
         for path in self._source_files():
-            try:
-                if path.stat().st_size > MAX_SOURCE_FILE_BYTES:
-                    continue
-                data = path.read_bytes()
-            except OSError:
+            data = read_regular(path, MAX_SOURCE_FILE_BYTES)
+            if data is None:
                 continue
             if b"\x00" in data[:8192]:
                 continue

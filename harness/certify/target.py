@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.certify.certificate import StableRef, sha256_digest
-from harness.inputs.errors import InputError
+from harness.inputs.errors import InputError, read_capped
 
 GIT_PREFIX = "git:"
 GIT_TIMEOUT_S = 20.0
@@ -60,7 +60,8 @@ def read_target(given: str, base: Path) -> Target:
         return read_git(given, base)
     path = Path(given) if Path(given).is_absolute() else base / given
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            data = read_capped(file, given, "the target")
     except IsADirectoryError:
         raise InputError(given, "E500", "the target is a directory, not a record") from None
     except OSError as err:

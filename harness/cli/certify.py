@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -36,6 +37,18 @@ from harness.run.setup import client_from_uri, close_client, default_store
 
 EXIT_CERTIFIED = 0
 EXIT_NOT_CERTIFIED = 1
+
+
+def refuter_seconds(value: str) -> float:
+    """`--refuter-time` in seconds; bad usage (named by its flag) otherwise, checked by click
+    before anything runs, like `--refuter-tokens`."""
+    try:
+        seconds = parse_duration(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+    if seconds <= 0:
+        raise click.BadParameter(f"{value!r}: the refuter's time budget must be positive")
+    return seconds
 
 
 @click.command()
@@ -139,7 +152,11 @@ EXIT_NOT_CERTIFIED = 1
     help="The refuter's token budget.",
 )
 @click.option(
-    "--refuter-time", default="600s", show_default=True, help="The refuter's time budget."
+    "--refuter-time",
+    default="600s",
+    show_default=True,
+    callback=lambda _ctx, _param, value: refuter_seconds(value),
+    help="The refuter's time budget.",
 )
 @click.option(
     "--refuter-calls",
@@ -172,7 +189,7 @@ def certify(
     base_url: str | None,
     lexicons: tuple[Path, ...],
     refuter_tokens: int,
-    refuter_time: str,
+    refuter_time: float,
     refuter_calls: int,
 ) -> None:
     """Certify TARGET (a file, or git:REV:PATH) for a zero-memory receiver in ROLE.
@@ -195,10 +212,16 @@ def certify(
             utterance=utterance,
         )
         cwd = Path.cwd()
+        if markdown_path is not None:
+            # Checked before the work, as --certificate is: a certification that cannot
+            # land where it was asked to is known before it is done.
+            folder = markdown_path.parent
+            if not folder.is_dir() or not os.access(folder, os.W_OK):
+                raise InputError(markdown_path, "E500", "cannot write the Markdown there")
         given, contract = declare(flags, contract_path, cwd)
         answers = load_answers(answers_path) if answers_path is not None else NO_ANSWERS
         lexicon = load_lexicon(lexicons)
-        seconds = float(parse_duration(refuter_time))
+        seconds = refuter_time
         interactive = not non_interactive and sys.stdin.isatty()
         gate: Gate = PromptGate(err) if interactive else NoGate()
         client: ModelClient | None = None
@@ -242,6 +265,19 @@ async def _certify(request: Request, client: ModelClient | None) -> Certificate:
             await close_client(client)
 
 
+def write_or_exit(path: Path, text: str, what: str, result: Certificate) -> None:
+    """Write an output the user asked for, or end with one message: the checks made before
+    the certification cannot see a full disk or a file system that refuses writes."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as err:
+        recorded = (
+            f"; the certification is recorded as run {result.run_id}" if result.run_id else ""
+        )
+        BadInput(str(path), "E500", f"cannot write {what}: {err.strerror or err}{recorded}").show()
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def emit(
     result: Certificate,
     landing: str | None,
@@ -251,12 +287,12 @@ def emit(
 ) -> None:
     if landing is not None:
         if result.certified:
-            Path(landing).write_text(result.to_json() + "\n", encoding="utf-8")
+            write_or_exit(Path(landing), result.to_json() + "\n", "the certificate", result)
             err.print(f"certificate written to {landing}", markup=False)
         else:
             err.print(f"not certified: no certificate written to {landing}", markup=False)
     if markdown_path is not None:
-        markdown_path.write_text(render_markdown(result), encoding="utf-8")
+        write_or_exit(markdown_path, render_markdown(result), "the Markdown", result)
     if as_json:
         click.echo(result.to_json())
     else:

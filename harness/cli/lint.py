@@ -13,14 +13,18 @@ from rich.markup import escape
 from envelopes.errors import ERROR_CODES, Finding, explain
 from envelopes.lint import lint_text
 from harness.cli.errors import BadInput
+from harness.inputs.errors import InputError, read_bytes, read_capped
 
 
 def read_input(name: str) -> str:
     """The text of a file, or of stdin for `-`; unreadable input is bad input (2)."""
     try:
-        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
-    except OSError as err:
-        raise BadInput(name, "E500", f"cannot read it: {err.strerror or err}") from None
+        if name == "-":
+            data = read_capped(sys.stdin.buffer, name, "stdin")
+        else:
+            data = read_bytes(Path(name), "it")
+    except InputError as err:
+        raise BadInput.of(err) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -304,12 +304,12 @@ def read_certificate(path: Path) -> Certificate:
     from pydantic import ValidationError
 
     from harness.certify.certificate import Certificate
+    from harness.inputs.errors import InputError, read_utf8
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
-        raise BadInput(str(path), "E500", f"cannot read the certificate: {reason}") from None
+        text = read_utf8(path, "the certificate")
+    except InputError as err:
+        raise BadInput.of(err) from None
     try:
         return Certificate.model_validate_json(text)
     except ValidationError as err:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?\s*\Z")
@@ -18,6 +19,10 @@ def parse_duration(value: object) -> float:
         seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     else:
         raise ValueError(f"not a duration: {value!r} (use seconds or e.g. '300s', '5m')")
+    # TOML has `inf` and `nan` (and `1e400` overflows to inf): the budget ledger cannot
+    # hold either, and would fail later with a traceback instead of naming the key.
+    if not math.isfinite(seconds):
+        raise ValueError(f"a duration must be a finite number of seconds, not {value!r}")
     if seconds < 0:
         raise ValueError("a duration cannot be negative")
     return seconds

@@ -4,6 +4,7 @@ its location and a code, reported with exit status 2 and never a traceback."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 
 class InputError(Exception):
@@ -24,12 +25,41 @@ class InputError(Exception):
         return f"{where}: {self.code} {self.message}"
 
 
+#: The most the harness reads of one file a user names (a task file, an agent script or a
+#: recording, a claim, iLang text, a handoff): far above any real one, and a log, a disk
+#: image or `/dev/zero` named by mistake ends in a message instead of filling the memory.
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+
+
+def read_capped(file: BinaryIO, where: Path | str, what: str) -> bytes:
+    """All of `file` when it holds at most `MAX_INPUT_BYTES` (read no further than one
+    byte past it); `InputError` (E500) otherwise."""
+    cap = MAX_INPUT_BYTES
+    data = file.read(cap + 1)
+    if len(data) > cap:
+        raise InputError(
+            where,
+            "E500",
+            f"{what} is larger than {cap // (1024 * 1024)} MiB; not read (is it the file "
+            "you meant?)",
+        )
+    return data
+
+
+def read_bytes(path: Path, what: str) -> bytes:
+    """The bytes of a user's file, at most `MAX_INPUT_BYTES`; `InputError` (E500) for one
+    that cannot be read or is larger."""
+    try:
+        with path.open("rb") as file:
+            return read_capped(file, path, what)
+    except OSError as err:
+        raise InputError(path, "E500", f"cannot read {what}: {err.strerror or err}") from None
+
+
 def read_utf8(path: Path, what: str) -> str:
     """The text of a user's file; `what` names it in the message ("the task file")."""
     try:
-        return path.read_bytes().decode("utf-8")
-    except OSError as err:
-        raise InputError(path, "E500", f"cannot read {what}: {err.strerror or err}") from None
+        return read_bytes(path, what).decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
 

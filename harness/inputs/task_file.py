@@ -162,6 +162,14 @@ class AgentSection(Strict):
 Bytes = Annotated[int, BeforeValidator(parse_size, json_schema_input_type=int | str)]
 
 
+#: Upper bounds of the sandbox's limits. Above 2^64 `setrlimit` fails inside the sandbox's
+#: start (a traceback in the middle of a run); a CPU limit near 2^62 is taken by the
+#: kernel as already spent (every command killed at once). 1 PiB and 2^31-1 seconds (68
+#: years) are far beyond any machine, and were tried to work.
+MAX_SANDBOX_BYTES = 1 << 50
+MAX_CPU_SECONDS = (1 << 31) - 1
+
+
 class SandboxSection(Strict):
     """`[sandbox]`: how the agent's and the grader's commands are confined. A task file
     can open the network (`network = "host"`, recorded and shown) and set limits; it
@@ -170,12 +178,12 @@ class SandboxSection(Strict):
 
     network: Literal["none", "host"] = "none"
     processes: int | None = Field(default=None, ge=8, le=65536)
-    file_size: Bytes | None = Field(default=None, ge=1024 * 1024)
+    file_size: Bytes | None = Field(default=None, ge=1024 * 1024, le=MAX_SANDBOX_BYTES)
     open_files: int | None = Field(default=None, ge=32, le=1 << 20)
-    cpu_seconds: int | None = Field(default=None, ge=1)
-    memory: Bytes | None = Field(default=None, ge=64 * 1024 * 1024)
-    tmp_size: Bytes | None = Field(default=None, ge=1024 * 1024)
-    disk: Bytes | None = Field(default=None, ge=16 * 1024 * 1024)
+    cpu_seconds: int | None = Field(default=None, ge=1, le=MAX_CPU_SECONDS)
+    memory: Bytes | None = Field(default=None, ge=64 * 1024 * 1024, le=MAX_SANDBOX_BYTES)
+    tmp_size: Bytes | None = Field(default=None, ge=1024 * 1024, le=MAX_SANDBOX_BYTES)
+    disk: Bytes | None = Field(default=None, ge=16 * 1024 * 1024, le=MAX_SANDBOX_BYTES)
 
 
 class HandoffSection(Strict):

@@ -1,0 +1,192 @@
+"""What a demanding new user (or a hostile one) tries first, command by command: every bad
+input is one line `error LOCATION: CODE message`, exit 2, and never a traceback or a hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from harness.cli.main import ilh
+from harness.inputs import errors
+
+CAP = 1024 * 1024  # the tests' cap on what is read of a file (the real one is larger)
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def invoke(*args: str, stdin: bytes | None = None) -> Result:
+    return CliRunner().invoke(ilh, list(args), input=stdin)
+
+
+def one_error(result: Result, location: str, code: str) -> str:
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("error ")]
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith(f"error {location}: {code} "), lines
+    return lines[0]
+
+
+@pytest.fixture
+def honest(tmp_path: Path) -> Path:
+    folder = tmp_path / "honest"
+    shutil.copytree(EXAMPLES / "honest", folder)
+    return folder
+
+
+@pytest.fixture
+def huge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A file one byte over the cap: a log or a disk image named by mistake must not be
+    read whole into memory (nor `/dev/zero`, which never ends)."""
+    monkeypatch.setattr(errors, "MAX_INPUT_BYTES", CAP)
+    path = tmp_path / "huge.toml"
+    path.write_bytes(b"#" * (CAP + 1))
+    return path
+
+
+def test_the_cap_is_far_above_any_real_input() -> None:
+    assert errors.MAX_INPUT_BYTES >= 64 * 1024 * 1024
+
+
+def test_a_huge_task_file_is_refused_unread(huge: Path, tmp_path: Path) -> None:
+    line = one_error(invoke("run", str(huge), "--store", str(tmp_path / "r.db")), str(huge), "E500")
+    assert "larger than" in line
+    # At the cap it is read (and is a task file with no [task] table).
+    huge.write_bytes(b"#" * CAP)
+    one_error(invoke("run", str(huge), "--store", str(tmp_path / "r.db")), str(huge), "E303")
+
+
+def test_a_huge_agent_script_is_refused_unread(honest: Path, huge: Path, tmp_path: Path) -> None:
+    result = invoke(
+        "run", str(honest / "task.toml"), "--model", f"scripted:{huge}",
+        "--store", str(tmp_path / "r.db"),
+    )  # fmt: skip
+    assert "larger than" in one_error(result, str(huge), "E500")
+
+
+def test_a_huge_claim_file_is_refused_unread(huge: Path) -> None:
+    grade_true = EXAMPLES / "grade_true"
+    result = invoke(
+        "grade", str(grade_true / "task.toml"), "--workspace", str(grade_true / "workspace"),
+        "--claim", str(huge),
+    )  # fmt: skip
+    assert "larger than" in one_error(result, str(huge), "E500")
+
+
+def test_lint_refuses_a_huge_file_and_huge_stdin(huge: Path) -> None:
+    assert "larger than" in one_error(invoke("lint", str(huge)), str(huge), "E500")
+    stdin = b"x" * (CAP + 1)
+    assert "larger than" in one_error(invoke("lint", "-", stdin=stdin), "-", "E500")
+
+
+def test_certify_refuses_a_huge_target(huge: Path, tmp_path: Path) -> None:
+    result = invoke("certify", str(huge), "--role", "implementer", "--store", str(tmp_path / "r"))
+    assert "larger than" in one_error(result, str(huge), "E500")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_an_endless_file_ends_in_a_message(tmp_path: Path, huge: Path) -> None:
+    result = invoke("run", "/dev/zero", "--store", str(tmp_path / "r.db"))
+    assert "larger than" in one_error(result, "/dev/zero", "E500")
+
+
+def test_view_refuses_a_huge_certificate(huge: Path, tmp_path: Path) -> None:
+    cert = huge.rename(tmp_path / "huge.cert.json")
+    result = invoke("view", str(cert), "--out", str(tmp_path / "out.html"))
+    assert "larger than" in one_error(result, str(cert), "E500")
+
+
+def certify_clean(tmp_path: Path, *extra: str) -> Result:
+    clean = EXAMPLES / "certify_clean"
+    return invoke(
+        "certify", str(clean / "handoff.md"), "--role", "implementer",
+        "--source", str(clean / "project"), "--non-interactive",
+        "--store", str(tmp_path / "r.db"), *extra,
+    )  # fmt: skip
+
+
+def test_certify_names_a_certificate_path_that_is_a_folder(tmp_path: Path) -> None:
+    assert certify_clean(tmp_path).exit_code == 0  # certified: the file would be written
+    line = one_error(certify_clean(tmp_path, "--certificate", str(tmp_path)), str(tmp_path), "E303")
+    assert "folder" in line
+
+
+@pytest.mark.parametrize("flag", ["--certificate", "--markdown"])
+def test_certify_names_an_output_it_cannot_write(tmp_path: Path, flag: str) -> None:
+    unwritable = tmp_path / "missing" / "cert.out"
+    line = one_error(certify_clean(tmp_path, flag, str(unwritable)), str(unwritable), "E500")
+    assert "cannot write" in line
+    # Refused before anything is certified: the store holds no certification run.
+    assert (
+        not (tmp_path / "r.db").exists()
+        or "certify" not in invoke("runs", "list", "--store", str(tmp_path / "r.db")).output
+    )
+
+
+def test_certify_says_why_the_certificate_could_not_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A folder that refuses the write only at the end (a full disk, a read-only mount, a
+    # file system root opens but does not write).
+    real = Path.write_text
+
+    def refuse(self: Path, *args: object, **kwargs: object) -> int:
+        if self.name == "cert.json":
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    landing = tmp_path / "cert.json"
+    line = one_error(certify_clean(tmp_path, "--certificate", str(landing)), str(landing), "E500")
+    assert "No space left on device" in line
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_certify_does_not_hang_on_a_source_holding_a_pipe_or_a_device(tmp_path: Path) -> None:
+    # `--source ~` or `--source /` grants folders that hold pipes, sockets and devices
+    # (`/dev/zero` never ends; a pipe with no writer blocks its reader forever): only
+    # regular files are read.
+    clean = EXAMPLES / "certify_clean"
+    source = tmp_path / "source"
+    shutil.copytree(clean / "project", source)
+    os.mkfifo(source / "a_pipe")
+    if os.path.exists("/dev/zero"):
+        (source / "zeros").symlink_to("/dev/zero")
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "harness", "certify", str(clean / "handoff.md"),
+            "--role", "implementer", "--source", str(source), "--non-interactive",
+            "--store", str(tmp_path / "r.db"), "--json",
+        ],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["certified"] is True
+
+
+def usage_error(*args: str) -> str:
+    """Bad usage goes through `ilh`'s own entry point (click's standalone mode is not it)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout == ""
+    return done.stderr.splitlines()[0]
+
+
+@pytest.mark.parametrize("value", ["forever", "-5s", "inf", "0"])
+def test_certify_names_a_bad_refuter_time_by_its_flag(value: str) -> None:
+    handoff = str(EXAMPLES / "certify_clean" / "handoff.md")
+    line = usage_error("certify", handoff, "--role", "x", "--refuter-time", value)
+    assert line.startswith("error --refuter-time: E303 "), line
