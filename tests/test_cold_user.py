@@ -190,3 +190,49 @@ def test_certify_names_a_bad_refuter_time_by_its_flag(value: str) -> None:
     handoff = str(EXAMPLES / "certify_clean" / "handoff.md")
     line = usage_error("certify", handoff, "--role", "x", "--refuter-time", value)
     assert line.startswith("error --refuter-time: E303 "), line
+
+
+DEEP = 100_000  # far past Python's recursion limit: parsers that recurse give up
+
+
+def deep_toml() -> str:
+    return f"x = {'[' * DEEP}{']' * DEEP}\n"
+
+
+def deep_json() -> str:
+    return f'{{"x": {"[" * DEEP}{"]" * DEEP}}}\n'
+
+
+def test_a_deeply_nested_task_file_is_bad_input(tmp_path: Path) -> None:
+    task = tmp_path / "task.toml"
+    task.write_text('[task]\nid = "t"\nobjective = "x"\n' + deep_toml(), encoding="utf-8")
+    line = one_error(invoke("run", str(task), "--store", str(tmp_path / "r.db")), str(task), "E300")
+    assert "nested too deeply" in line
+
+
+def test_a_deeply_nested_agent_script_line_is_bad_input(honest: Path, tmp_path: Path) -> None:
+    script = tmp_path / "agent.jsonl"
+    script.write_text('{"text": "a"}\n' + deep_json(), encoding="utf-8")
+    result = invoke(
+        "run", str(honest / "task.toml"), "--model", f"scripted:{script}",
+        "--store", str(tmp_path / "r.db"),
+    )  # fmt: skip
+    assert "nested too deeply" in one_error(result, f"{script}:2", "E300")
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "text"),
+    [
+        ("--contract", "contract.toml", deep_toml()),
+        ("--lexicon", "lexicon.toml", deep_toml()),
+        ("--answers", "answers.json", deep_json()),
+        ("--check", "cert.json", deep_json()),
+    ],
+)
+def test_certify_refuses_deeply_nested_files(
+    tmp_path: Path, flag: str, name: str, text: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    line = one_error(certify_clean(tmp_path, flag, str(path)), str(path), "E300")
+    assert "nested too deeply" in line

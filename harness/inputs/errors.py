@@ -3,8 +3,9 @@ its location and a code, reported with exit status 2 and never a traceback."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 
 class InputError(Exception):
@@ -75,3 +76,21 @@ class InputErrors(InputError):
 
     def render(self) -> str:
         return "\n".join(e.render() for e in getattr(self, "errors", [])) or super().render()
+
+
+#: What a parser that recursed past Python's limit says (JSON and TOML arrays and tables
+#: nest by recursion: `[[[[…` a hundred thousand deep is a RecursionError, not a syntax
+#: error, and would be a traceback).
+TOO_DEEP = "nested too deeply (arrays or tables inside one another)"
+
+
+def parse_json(text: str, path: Path | str, line: int = 0) -> Any:
+    """`text` as JSON; `InputError` (E300) with its place when it is not JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            path, "E300", f"not JSON: {err.msg}", line or err.lineno, err.colno
+        ) from None
+    except RecursionError:
+        raise InputError(path, "E300", f"not JSON: {TOO_DEEP}", line) from None
