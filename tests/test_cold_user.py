@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -236,3 +237,26 @@ def test_certify_refuses_deeply_nested_files(
     path.write_text(text, encoding="utf-8")
     line = one_error(certify_clean(tmp_path, flag, str(path)), str(path), "E300")
     assert "nested too deeply" in line
+
+
+def readme_exit_codes(command: str) -> set[str]:
+    """The exit codes README's "Exit codes:" paragraph gives `command` (`ilh run 0 …, 3 …`)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    paragraph = " ".join(readme.split("\nExit codes: `ilh run`", 1)[1].split("\n\n")[0].split())
+    part = ("`ilh run`" + paragraph).split(f"`{command}`", 1)[1].split("`ilh ", 1)[0]
+    return set(re.findall(r"(?<![\w.])(\d+) [a-z]", part))
+
+
+@pytest.mark.parametrize("command", ["ilh run", "ilh grade", "ilh lint"])
+def test_help_gives_the_exit_codes_readme_gives(command: str) -> None:
+    codes = readme_exit_codes(command)
+    assert "0" in codes and "2" in codes, codes
+    page = invoke(command.split()[1], "--help").output
+    exit_line = " ".join(page.split("Exit ", 1)[1].split("\n\n")[0].split())
+    assert set(re.findall(r"(?<![\w.])(\d+) ", exit_line)) == codes, (exit_line, codes)
+
+
+def test_grade_help_does_not_say_checks_run_in_the_workspace() -> None:
+    # The workspace is never changed: each check runs over its own copy (README, grading).
+    page = " ".join(invoke("grade", "--help").output.split())
+    assert "checks run in it" not in page and "copy" in page

@@ -124,7 +124,8 @@ def show(
     "workspace_dir",
     required=True,
     type=click.Path(path_type=Path),
-    help="The workspace to grade (checks run in it; the grader model reads it).",
+    help="The workspace to grade (never changed: each check runs over its own copy; the "
+    "grader model reads it).",
 )
 @click.option(
     "--claim",

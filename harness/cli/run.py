@@ -228,7 +228,8 @@ def run(
     the order the files were given.
 
     Exit 0 when complete was committed (for every task), 3 when a run ended otherwise,
-    2 on bad input, 1 on an internal error."""
+    2 on bad input, 1 on an internal error, 130 when interrupted (Ctrl-C: the run is
+    resumable)."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     options = ClientOptions(base_url=base_url, record=record_path)
     sandbox = sandbox_overrides(sandbox_mode, network)
