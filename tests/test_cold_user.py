@@ -260,3 +260,22 @@ def test_grade_help_does_not_say_checks_run_in_the_workspace() -> None:
     # The workspace is never changed: each check runs over its own copy (README, grading).
     page = " ".join(invoke("grade", "--help").output.split())
     assert "checks run in it" not in page and "copy" in page
+
+
+def test_the_api_reports_an_unusable_store_or_an_unknown_run_as_input_error(
+    tmp_path: Path,
+) -> None:
+    # README: "Bad input raises InputError with its location and code" — the CLI's exit 2.
+    from harness.api import correct, run_task, soul_sync
+
+    with pytest.raises(errors.InputError) as caught:
+        run_task(EXAMPLES / "honest" / "task.toml", store=tmp_path)  # a folder
+    assert caught.value.code == "E500" and caught.value.path == str(tmp_path)
+    store = tmp_path / "runs.db"
+    for call in (
+        lambda: correct("nope", "factual_error", "x", store=store),
+        lambda: soul_sync("nope", store=store),
+    ):
+        with pytest.raises(errors.InputError) as caught:
+            call()
+        assert caught.value.code == "E500" and "unknown run" in caught.value.message
