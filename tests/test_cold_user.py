@@ -279,3 +279,20 @@ def test_the_api_reports_an_unusable_store_or_an_unknown_run_as_input_error(
         with pytest.raises(errors.InputError) as caught:
             call()
         assert caught.value.code == "E500" and "unknown run" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("args", "where"), [(("schema",), "NAME"), (("run", "--network"), "--network")]
+)
+def test_a_usage_error_is_one_line_even_when_click_says_more(
+    args: tuple[str, ...], where: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"error {where}: E303 "), lines
+    # The message (a choice's options included) is on that line; at most the hint follows.
+    assert len(lines) <= 2 and all(line.startswith(("error ", "(`ilh")) for line in lines), lines
