@@ -296,3 +296,14 @@ def test_a_usage_error_is_one_line_even_when_click_says_more(
     assert lines[0].startswith(f"error {where}: E303 "), lines
     # The message (a choice's options included) is on that line; at most the hint follows.
     assert len(lines) <= 2 and all(line.startswith(("error ", "(`ilh")) for line in lines), lines
+
+
+def test_resuming_a_certification_says_it_is_one(tmp_path: Path) -> None:
+    assert certify_clean(tmp_path).exit_code == 0
+    store = str(tmp_path / "r.db")
+    run_id = invoke("runs", "list", "--store", store, "--json").output
+    certification = json.loads(run_id)[0]["run_id"]
+    line = one_error(
+        invoke("run", "--resume", certification, "--store", store), certification, "E303"
+    )
+    assert "certification" in line and "older ilh" not in line
