@@ -307,3 +307,19 @@ def test_resuming_a_certification_says_it_is_one(tmp_path: Path) -> None:
         invoke("run", "--resume", certification, "--store", store), certification, "E303"
     )
     assert "certification" in line and "older ilh" not in line
+
+
+def test_certify_check_reads_a_target_named_on_the_command_line_from_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The certificate lands in another folder than the handoff; the receiver, in the
+    # handoff's folder, names it as a person does: relative to where they are.
+    landing = tmp_path / "certs" / "handoff.cert.json"
+    landing.parent.mkdir()
+    assert certify_clean(tmp_path, "--certificate", str(landing)).exit_code == 0
+    monkeypatch.chdir(EXAMPLES / "certify_clean")
+    done = invoke("certify", "--check", str(landing), "handoff.md")
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("ok: handoff.md against ")
+    # Without TARGET, the certificate's own locator is used (relative to the certificate).
+    assert invoke("certify", "--check", str(landing)).exit_code == 0

@@ -63,13 +63,17 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     locator = cert.target.locator
     if target is None:
         given = locator if locator.startswith("git:") else str(folder / locator)
+        base = folder
     else:
+        # A TARGET typed on the command line is relative to where the person is, like
+        # every path they type; the certificate's own locator is relative to it.
         given = target
+        base = Path.cwd()
     report = CheckReport(certificate=str(cert_path), target=given)
     if not cert.certified:
         report.problems.append(f"the certificate says not certified: {cert.reason}")
     try:
-        current = read_target(given, folder)
+        current = read_target(given, base)
     except InputError as err:
         report.problems.append(f"the target cannot be read: {err.message}")
         return report
