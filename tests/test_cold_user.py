@@ -323,3 +323,21 @@ def test_certify_check_reads_a_target_named_on_the_command_line_from_the_current
     assert done.output.startswith("ok: handoff.md against ")
     # Without TARGET, the certificate's own locator is used (relative to the certificate).
     assert invoke("certify", "--check", str(landing)).exit_code == 0
+
+
+def test_soul_review_refuses_a_gene_both_approved_and_dropped(tmp_path: Path) -> None:
+    folder = tmp_path / "gene"
+    shutil.copytree(EXAMPLES / "gene", folder)
+    soul = folder / "agent.soul.ilang"
+    before = soul.read_text(encoding="utf-8")
+    store = str(tmp_path / "r.db")
+    ran = invoke("run", str(folder / "task.toml"), "--soul-readonly", "--store", store)
+    assert ran.exit_code == 3, ran.output
+    pending = Path(f"{soul}.pending.jsonl").read_text(encoding="utf-8")
+    assert "no_forged_authority" in pending
+    both = ("--approve", "no_forged_authority", "--drop", "no_forged_authority")
+    line = one_error(invoke("soul", "review", str(soul), *both), "--drop", "E303")
+    assert "no_forged_authority" in line
+    # Nothing was decided: the SOUL and the pending GENEs are as they were.
+    assert soul.read_text(encoding="utf-8") == before
+    assert Path(f"{soul}.pending.jsonl").read_text(encoding="utf-8") == pending
