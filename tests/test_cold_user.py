@@ -341,3 +341,63 @@ def test_soul_review_refuses_a_gene_both_approved_and_dropped(tmp_path: Path) ->
     # Nothing was decided: the SOUL and the pending GENEs are as they were.
     assert soul.read_text(encoding="utf-8") == before
     assert Path(f"{soul}.pending.jsonl").read_text(encoding="utf-8") == pending
+
+
+@pytest.fixture
+def recorded(honest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A store (in the default place, `.ilh/runs.db` under the current folder) with one run."""
+    monkeypatch.chdir(tmp_path)
+    assert invoke("run", str(honest / "task.toml")).exit_code == 0
+    store = tmp_path / ".ilh" / "runs.db"
+    run_id = json.loads(invoke("runs", "list", "--json").output)[0]["run_id"]
+    return store, run_id
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("view", "RUN", "--out", "STORE"), ("runs", "export", "RUN", "--html", "--out", "STORE")],
+)
+def test_a_report_never_overwrites_the_run_store(
+    recorded: tuple[Path, str], command: tuple[str, ...]
+) -> None:
+    # `--out .ilh/runs.db` (a slip of the finger) used to replace the whole record by HTML.
+    store, run_id = recorded
+    before = store.read_bytes()
+    args = [{"RUN": run_id, "STORE": str(store)}.get(a, a) for a in command]
+    line = one_error(invoke(*args), str(store), "E303")
+    assert "run store" in line
+    assert store.read_bytes() == before
+    assert invoke("runs", "verify", run_id).exit_code == 0
+
+
+def test_a_recording_is_never_appended_to_the_task_file_or_the_store(
+    recorded: tuple[Path, str], honest: Path, tmp_path: Path
+) -> None:
+    store, _ = recorded
+    task = honest / "task.toml"
+    text = task.read_text(encoding="utf-8")
+    notes = tmp_path / "notes.md"  # any text file that is not a recording
+    notes.write_text("# Notes\n\nNot JSON lines.\n", encoding="utf-8")
+    for target in (task, store, notes):
+        before = target.read_bytes()
+        line = one_error(invoke("run", str(task), "--record", str(target)), str(target), "E303")
+        assert "recording" in line
+        assert target.read_bytes() == before
+    assert task.read_text(encoding="utf-8") == text
+    # A new file, and an existing recording, are fine.
+    fresh = tmp_path / "calls.jsonl"
+    assert invoke("run", str(task), "--record", str(fresh)).exit_code == 0
+    assert invoke("run", str(task), "--record", str(fresh)).exit_code == 0
+
+
+def test_certify_never_writes_its_markdown_over_the_record_it_certifies(tmp_path: Path) -> None:
+    folder = tmp_path / "clean"
+    shutil.copytree(EXAMPLES / "certify_clean", folder)
+    handoff = folder / "handoff.md"
+    before = handoff.read_bytes()
+    result = invoke(
+        "certify", str(handoff), "--role", "implementer", "--source", str(folder / "project"),
+        "--non-interactive", "--store", str(tmp_path / "r.db"), "--markdown", str(handoff),
+    )  # fmt: skip
+    assert "the record it certifies" in one_error(result, str(handoff), "E303")
+    assert handoff.read_bytes() == before

@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from harness.cli.errors import BadInput, reader_may_leave
+from harness.cli.errors import BadInput, reader_may_leave, refuse_overwriting
 from harness.record.events import EventKind, RunSummary
 from harness.record.store import RunStore, StoreError, UnknownRun
 from harness.secrets import harness_secrets
@@ -321,6 +321,7 @@ def read_certificate(path: Path) -> Certificate:
 
 
 def write_page(page: str, target: Path) -> Path:
+    refuse_overwriting(target, "the page")
     try:
         target.write_bytes(page.encode("utf-8"))
     except OSError as err:
