@@ -401,3 +401,60 @@ def test_certify_never_writes_its_markdown_over_the_record_it_certifies(tmp_path
     )  # fmt: skip
     assert "the record it certifies" in one_error(result, str(handoff), "E303")
     assert handoff.read_bytes() == before
+
+
+#: What a hostile agent writes to take over the terminal of whoever reads its run: clear
+#: the screen, set the window title, a hyperlink whose text hides its target, a carriage
+#: return that overwrites the line shown, a C1 control, a right-to-left override.
+TERMINAL_TAKEOVER = (
+    "\x1b[2J\x1b]0;PWNED\x07 \x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ "
+    "\rended by committed_complete \x9b31m \u202egnp.exe"
+)
+
+
+def no_control(text: str) -> None:
+    bad = [c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F]
+    assert not bad, [hex(ord(c)) for c in bad]
+    assert "\u202e" not in text
+
+
+def test_runs_show_never_passes_the_agents_control_characters_to_the_terminal(
+    honest: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "agent.jsonl"
+    turn = {
+        "text": "hello " + TERMINAL_TAKEOVER,
+        "tool_calls": [
+            {"name": "run_command", "arguments": {"command": "printf '\\033]0;TOOL\\007 out\\n'"}},
+            {"name": "read_file", "arguments": {"path": "x" + TERMINAL_TAKEOVER}},
+        ],
+    }
+    script.write_text(json.dumps(turn) + "\n", encoding="utf-8")
+    store = str(tmp_path / "r.db")
+    ran = invoke(
+        "run", str(honest / "task.toml"), "--model", f"scripted:{script}", "--store", store
+    )
+    assert ran.exit_code == 3, ran.output
+    no_control(ran.output)
+    run_id = json.loads(invoke("runs", "list", "--store", store, "--json").output)[0]["run_id"]
+    shown = invoke("runs", "show", run_id, "--store", store)
+    assert shown.exit_code == 0
+    no_control(shown.output)
+    # Shown, not dropped: the reader sees that something was there.
+    assert "\\x1b]0;PWNED" in shown.output and "\\x1b]0;TOOL" in shown.output
+
+
+def test_grade_never_passes_a_checks_control_characters_to_the_terminal(tmp_path: Path) -> None:
+    folder = tmp_path / "g"
+    shutil.copytree(EXAMPLES / "grade_false", folder)
+    # The agent's code is what a failing check's output shows: it writes to the terminal.
+    module = folder / "workspace" / "slug.py"
+    module.write_text(
+        f"import sys\nsys.stderr.write({TERMINAL_TAKEOVER!r})\n"
+        + module.read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    done = invoke("grade", str(folder / "task.toml"), "--workspace", str(folder / "workspace"))
+    assert done.exit_code == 1, done.output
+    no_control(done.output)
+    assert "\\x1b]0;PWNED" in done.output
