@@ -458,3 +458,11 @@ def test_grade_never_passes_a_checks_control_characters_to_the_terminal(tmp_path
     assert done.exit_code == 1, done.output
     no_control(done.output)
     assert "\\x1b]0;PWNED" in done.output
+
+
+def test_lint_never_passes_the_texts_control_characters_to_the_terminal(tmp_path: Path) -> None:
+    text = tmp_path / "a.ilang"
+    text.write_text(f"::STATUS{{@TASK|state:complete}}\n{TERMINAL_TAKEOVER} garbage\n")
+    done = invoke("lint", str(text))
+    assert done.exit_code == 1, done.output
+    no_control(done.output)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from envelopes.errors import ERROR_CODES, Finding, explain
 from envelopes.lint import lint_text
 from harness.cli.errors import BadInput
 from harness.inputs.errors import InputError, read_bytes, read_capped
+from harness.secrets.terminal import shown
 
 
 def read_input(name: str) -> str:
@@ -44,8 +44,8 @@ def print_findings(console: Console, name: str, findings: list[Finding]) -> None
     for f in findings:
         style = "bold red" if f.severity == "error" else "yellow"
         console.print(
-            f"{escape(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
-            f"[dim]{ERROR_CODES[f.code][0]}:[/] {escape(f.message)}",
+            f"{shown(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
+            f"[dim]{ERROR_CODES[f.code][0]}:[/] {shown(f.message)}",
             highlight=False,
         )
 
