@@ -466,3 +466,11 @@ def test_lint_never_passes_the_texts_control_characters_to_the_terminal(tmp_path
     done = invoke("lint", str(text))
     assert done.exit_code == 1, done.output
     no_control(done.output)
+
+
+def test_the_summary_gives_every_byte_limit_in_units() -> None:
+    from harness.run.progress import sandbox_text
+
+    limits = {"file_size": 256 << 20, "memory": 4 << 30, "tmp_size": 512 << 20, "disk": 4 << 30}
+    text = sandbox_text({"mode": "bwrap", "confined": True, "network": "none", "limits": limits})
+    assert "disk 4 GiB" in text and "memory 4 GiB" in text and "4294967296" not in text

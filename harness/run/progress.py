@@ -185,7 +185,7 @@ def sandbox_text(report: dict[str, Any] | None) -> str:
     return f"{shown(report.get('mode'))} · {net} · {escape(limits_text)}"
 
 
-_BYTE_LIMITS = frozenset({"file_size", "memory", "tmp_size"})
+_BYTE_LIMITS = frozenset({"file_size", "memory", "tmp_size", "disk"})
 
 
 def _limit(name: str, value: object) -> str:
