@@ -474,3 +474,20 @@ def test_the_summary_gives_every_byte_limit_in_units() -> None:
     limits = {"file_size": 256 << 20, "memory": 4 << 30, "tmp_size": 512 << 20, "disk": 4 << 30}
     text = sandbox_text({"mode": "bwrap", "confined": True, "network": "none", "limits": limits})
     assert "disk 4 GiB" in text and "memory 4 GiB" in text and "4294967296" not in text
+
+
+@pytest.mark.parametrize("kind", ["folder", "pipe"])
+def test_a_record_key_that_is_not_a_file_is_one_message(
+    honest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    key = tmp_path / "key"
+    if kind == "folder":
+        key.mkdir()
+    else:
+        os.mkfifo(key)  # no writer: a blocking read would wait forever
+    monkeypatch.setenv("ILH_RECORD_KEY_FILE", str(key))
+    store = tmp_path / "r.db"
+    line = one_error(
+        invoke("run", str(honest / "task.toml"), "--store", str(store)), str(store), "E500"
+    )
+    assert "not a regular file" in line
