@@ -491,3 +491,11 @@ def test_a_record_key_that_is_not_a_file_is_one_message(
         invoke("run", str(honest / "task.toml"), "--store", str(store)), str(store), "E500"
     )
     assert "not a regular file" in line
+
+
+def test_view_refuses_out_and_port_together(recorded: tuple[Path, str], tmp_path: Path) -> None:
+    # One would be silently ignored (the page was served and no file written).
+    _, run_id = recorded
+    out = tmp_path / "page.html"
+    one_error(invoke("view", run_id, "--out", str(out), "--port", "18799"), "--port", "E303")
+    assert not out.exists()
