@@ -499,3 +499,10 @@ def test_view_refuses_out_and_port_together(recorded: tuple[Path, str], tmp_path
     out = tmp_path / "page.html"
     one_error(invoke("view", run_id, "--out", str(out), "--port", "18799"), "--port", "E303")
     assert not out.exists()
+
+
+def test_lint_explain_with_files_is_bad_usage(tmp_path: Path) -> None:
+    # The files were silently not linted: exit 0 for text full of errors.
+    text = tmp_path / "a.ilang"
+    text.write_text("[REED]\n", encoding="utf-8")
+    one_error(invoke("lint", "--explain", "E304", str(text)), "--explain", "E303")

@@ -59,6 +59,13 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
 
     Exit 0 no errors, 1 errors, 2 unreadable input."""
     if explain_code is not None:
+        if files:
+            raise BadInput(
+                "--explain",
+                "E303",
+                "--explain prints what a code means and lints nothing: "
+                "give it alone, or drop it to lint FILE…",
+            )
         if explain_code.upper() not in ERROR_CODES:
             raise BadInput(
                 "--explain", "E303", f"unknown code {explain_code}; known: {', '.join(ERROR_CODES)}"
