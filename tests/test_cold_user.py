@@ -506,3 +506,20 @@ def test_lint_explain_with_files_is_bad_usage(tmp_path: Path) -> None:
     text = tmp_path / "a.ilang"
     text.write_text("[REED]\n", encoding="utf-8")
     one_error(invoke("lint", "--explain", "E304", str(text)), "--explain", "E303")
+
+
+def test_a_byte_order_mark_is_named(honest: Path, tmp_path: Path) -> None:
+    # Editors on Windows save "UTF-8" with a BOM; tomllib said only "Invalid statement".
+    task = honest / "task.toml"
+    task.write_bytes(b"\xef\xbb\xbf" + task.read_bytes())
+    line = one_error(
+        invoke("run", str(task), "--store", str(tmp_path / "r.db")), f"{task}:1:1", "E300"
+    )
+    assert "byte order mark" in line
+    script = tmp_path / "agent.jsonl"
+    script.write_bytes(b"\xef\xbb\xbf" + (EXAMPLES / "honest" / "agent.jsonl").read_bytes())
+    result = invoke(
+        "run", str(EXAMPLES / "honest" / "task.toml"), "--model", f"scripted:{script}",
+        "--store", str(tmp_path / "r.db"),
+    )  # fmt: skip
+    assert "byte order mark" in one_error(result, f"{script}:1:1", "E300")

@@ -84,8 +84,16 @@ class InputErrors(InputError):
 TOO_DEEP = "nested too deeply (arrays or tables inside one another)"
 
 
+#: Editors on Windows save "UTF-8" with a byte order mark; TOML and JSON parsers reject it
+#: with a message that does not say what to do.
+BOM = "\ufeff"
+BOM_MESSAGE = "the file starts with a byte order mark (U+FEFF): save it as UTF-8 without BOM"
+
+
 def parse_json(text: str, path: Path | str, line: int = 0) -> Any:
     """`text` as JSON; `InputError` (E300) with its place when it is not JSON."""
+    if text.startswith(BOM) and line <= 1:
+        raise InputError(path, "E300", BOM_MESSAGE, 1, 1)
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:

@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from harness.inputs.durations import parse_duration
-from harness.inputs.errors import TOO_DEEP, InputError, read_utf8
+from harness.inputs.errors import BOM, BOM_MESSAGE, TOO_DEEP, InputError, read_utf8
 from harness.inputs.sizes import parse_size
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -358,6 +358,8 @@ def validation_error(path: Path, text: str, err: ValidationError) -> InputError:
 
 def parse_toml(text: str, path: Path) -> dict[str, Any]:
     """`text` as TOML; `InputError` (E300) with its place when it is not TOML."""
+    if text.startswith(BOM):
+        raise InputError(path, "E300", BOM_MESSAGE, 1, 1)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
