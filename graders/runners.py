@@ -245,7 +245,13 @@ def _read_config(path: Path, section: str) -> dict[str, object] | None:
         if not parser.has_section(section):
             return None
         return {k: v for k, v in parser.items(section)}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, configparser.Error):
+    except (
+        OSError,
+        UnicodeDecodeError,
+        tomllib.TOMLDecodeError,
+        configparser.Error,
+        RecursionError,  # arrays nested past Python's limit do not parse either
+    ):
         return None
 
 

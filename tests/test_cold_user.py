@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -190,3 +191,335 @@ def test_certify_names_a_bad_refuter_time_by_its_flag(value: str) -> None:
     handoff = str(EXAMPLES / "certify_clean" / "handoff.md")
     line = usage_error("certify", handoff, "--role", "x", "--refuter-time", value)
     assert line.startswith("error --refuter-time: E303 "), line
+
+
+DEEP = 100_000  # far past Python's recursion limit: parsers that recurse give up
+
+
+def deep_toml() -> str:
+    return f"x = {'[' * DEEP}{']' * DEEP}\n"
+
+
+def deep_json() -> str:
+    return f'{{"x": {"[" * DEEP}{"]" * DEEP}}}\n'
+
+
+def test_a_deeply_nested_task_file_is_bad_input(tmp_path: Path) -> None:
+    task = tmp_path / "task.toml"
+    task.write_text('[task]\nid = "t"\nobjective = "x"\n' + deep_toml(), encoding="utf-8")
+    line = one_error(invoke("run", str(task), "--store", str(tmp_path / "r.db")), str(task), "E300")
+    assert "nested too deeply" in line
+
+
+def test_a_deeply_nested_agent_script_line_is_bad_input(honest: Path, tmp_path: Path) -> None:
+    script = tmp_path / "agent.jsonl"
+    script.write_text('{"text": "a"}\n' + deep_json(), encoding="utf-8")
+    result = invoke(
+        "run", str(honest / "task.toml"), "--model", f"scripted:{script}",
+        "--store", str(tmp_path / "r.db"),
+    )  # fmt: skip
+    assert "nested too deeply" in one_error(result, f"{script}:2", "E300")
+
+
+@pytest.mark.parametrize(
+    ("flag", "name", "text"),
+    [
+        ("--contract", "contract.toml", deep_toml()),
+        ("--lexicon", "lexicon.toml", deep_toml()),
+        ("--answers", "answers.json", deep_json()),
+        ("--check", "cert.json", deep_json()),
+    ],
+)
+def test_certify_refuses_deeply_nested_files(
+    tmp_path: Path, flag: str, name: str, text: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    line = one_error(certify_clean(tmp_path, flag, str(path)), str(path), "E300")
+    assert "nested too deeply" in line
+
+
+def readme_exit_codes(command: str) -> set[str]:
+    """The exit codes README's "Exit codes:" paragraph gives `command` (`ilh run 0 …, 3 …`)."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    paragraph = " ".join(readme.split("\nExit codes: `ilh run`", 1)[1].split("\n\n")[0].split())
+    part = ("`ilh run`" + paragraph).split(f"`{command}`", 1)[1].split("`ilh ", 1)[0]
+    return set(re.findall(r"(?<![\w.])(\d+) [a-z]", part))
+
+
+@pytest.mark.parametrize("command", ["ilh run", "ilh grade", "ilh lint"])
+def test_help_gives_the_exit_codes_readme_gives(command: str) -> None:
+    codes = readme_exit_codes(command)
+    assert "0" in codes and "2" in codes, codes
+    page = invoke(command.split()[1], "--help").output
+    exit_line = " ".join(page.split("Exit ", 1)[1].split("\n\n")[0].split())
+    assert set(re.findall(r"(?<![\w.])(\d+) ", exit_line)) == codes, (exit_line, codes)
+
+
+def test_grade_help_does_not_say_checks_run_in_the_workspace() -> None:
+    # The workspace is never changed: each check runs over its own copy (README, grading).
+    page = " ".join(invoke("grade", "--help").output.split())
+    assert "checks run in it" not in page and "copy" in page
+
+
+def test_the_api_reports_an_unusable_store_or_an_unknown_run_as_input_error(
+    tmp_path: Path,
+) -> None:
+    # README: "Bad input raises InputError with its location and code" — the CLI's exit 2.
+    from harness.api import correct, run_task, soul_sync
+
+    with pytest.raises(errors.InputError) as caught:
+        run_task(EXAMPLES / "honest" / "task.toml", store=tmp_path)  # a folder
+    assert caught.value.code == "E500" and caught.value.path == str(tmp_path)
+    store = tmp_path / "runs.db"
+    for call in (
+        lambda: correct("nope", "factual_error", "x", store=store),
+        lambda: soul_sync("nope", store=store),
+    ):
+        with pytest.raises(errors.InputError) as caught:
+            call()
+        assert caught.value.code == "E500" and "unknown run" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("args", "where"), [(("schema",), "NAME"), (("run", "--network"), "--network")]
+)
+def test_a_usage_error_is_one_line_even_when_click_says_more(
+    args: tuple[str, ...], where: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith(f"error {where}: E303 "), lines
+    # The message (a choice's options included) is on that line; at most the hint follows.
+    assert len(lines) <= 2 and all(line.startswith(("error ", "(`ilh")) for line in lines), lines
+
+
+def test_resuming_a_certification_says_it_is_one(tmp_path: Path) -> None:
+    assert certify_clean(tmp_path).exit_code == 0
+    store = str(tmp_path / "r.db")
+    run_id = invoke("runs", "list", "--store", store, "--json").output
+    certification = json.loads(run_id)[0]["run_id"]
+    line = one_error(
+        invoke("run", "--resume", certification, "--store", store), certification, "E303"
+    )
+    assert "certification" in line and "older ilh" not in line
+
+
+def test_certify_check_reads_a_target_named_on_the_command_line_from_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The certificate lands in another folder than the handoff; the receiver, in the
+    # handoff's folder, names it as a person does: relative to where they are.
+    landing = tmp_path / "certs" / "handoff.cert.json"
+    landing.parent.mkdir()
+    assert certify_clean(tmp_path, "--certificate", str(landing)).exit_code == 0
+    monkeypatch.chdir(EXAMPLES / "certify_clean")
+    done = invoke("certify", "--check", str(landing), "handoff.md")
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("ok: handoff.md against ")
+    # Without TARGET, the certificate's own locator is used (relative to the certificate).
+    assert invoke("certify", "--check", str(landing)).exit_code == 0
+
+
+def test_soul_review_refuses_a_gene_both_approved_and_dropped(tmp_path: Path) -> None:
+    folder = tmp_path / "gene"
+    shutil.copytree(EXAMPLES / "gene", folder)
+    soul = folder / "agent.soul.ilang"
+    before = soul.read_text(encoding="utf-8")
+    store = str(tmp_path / "r.db")
+    ran = invoke("run", str(folder / "task.toml"), "--soul-readonly", "--store", store)
+    assert ran.exit_code == 3, ran.output
+    pending = Path(f"{soul}.pending.jsonl").read_text(encoding="utf-8")
+    assert "no_forged_authority" in pending
+    both = ("--approve", "no_forged_authority", "--drop", "no_forged_authority")
+    line = one_error(invoke("soul", "review", str(soul), *both), "--drop", "E303")
+    assert "no_forged_authority" in line
+    # Nothing was decided: the SOUL and the pending GENEs are as they were.
+    assert soul.read_text(encoding="utf-8") == before
+    assert Path(f"{soul}.pending.jsonl").read_text(encoding="utf-8") == pending
+
+
+@pytest.fixture
+def recorded(honest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A store (in the default place, `.ilh/runs.db` under the current folder) with one run."""
+    monkeypatch.chdir(tmp_path)
+    assert invoke("run", str(honest / "task.toml")).exit_code == 0
+    store = tmp_path / ".ilh" / "runs.db"
+    run_id = json.loads(invoke("runs", "list", "--json").output)[0]["run_id"]
+    return store, run_id
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("view", "RUN", "--out", "STORE"), ("runs", "export", "RUN", "--html", "--out", "STORE")],
+)
+def test_a_report_never_overwrites_the_run_store(
+    recorded: tuple[Path, str], command: tuple[str, ...]
+) -> None:
+    # `--out .ilh/runs.db` (a slip of the finger) used to replace the whole record by HTML.
+    store, run_id = recorded
+    before = store.read_bytes()
+    args = [{"RUN": run_id, "STORE": str(store)}.get(a, a) for a in command]
+    line = one_error(invoke(*args), str(store), "E303")
+    assert "run store" in line
+    assert store.read_bytes() == before
+    assert invoke("runs", "verify", run_id).exit_code == 0
+
+
+def test_a_recording_is_never_appended_to_the_task_file_or_the_store(
+    recorded: tuple[Path, str], honest: Path, tmp_path: Path
+) -> None:
+    store, _ = recorded
+    task = honest / "task.toml"
+    text = task.read_text(encoding="utf-8")
+    notes = tmp_path / "notes.md"  # any text file that is not a recording
+    notes.write_text("# Notes\n\nNot JSON lines.\n", encoding="utf-8")
+    for target in (task, store, notes):
+        before = target.read_bytes()
+        line = one_error(invoke("run", str(task), "--record", str(target)), str(target), "E303")
+        assert "recording" in line
+        assert target.read_bytes() == before
+    assert task.read_text(encoding="utf-8") == text
+    # A new file, and an existing recording, are fine.
+    fresh = tmp_path / "calls.jsonl"
+    assert invoke("run", str(task), "--record", str(fresh)).exit_code == 0
+    assert invoke("run", str(task), "--record", str(fresh)).exit_code == 0
+
+
+def test_certify_never_writes_its_markdown_over_the_record_it_certifies(tmp_path: Path) -> None:
+    folder = tmp_path / "clean"
+    shutil.copytree(EXAMPLES / "certify_clean", folder)
+    handoff = folder / "handoff.md"
+    before = handoff.read_bytes()
+    result = invoke(
+        "certify", str(handoff), "--role", "implementer", "--source", str(folder / "project"),
+        "--non-interactive", "--store", str(tmp_path / "r.db"), "--markdown", str(handoff),
+    )  # fmt: skip
+    assert "the record it certifies" in one_error(result, str(handoff), "E303")
+    assert handoff.read_bytes() == before
+
+
+#: What a hostile agent writes to take over the terminal of whoever reads its run: clear
+#: the screen, set the window title, a hyperlink whose text hides its target, a carriage
+#: return that overwrites the line shown, a C1 control, a right-to-left override.
+TERMINAL_TAKEOVER = (
+    "\x1b[2J\x1b]0;PWNED\x07 \x1b]8;;http://evil.example/\x1b\\click\x1b]8;;\x1b\\ "
+    "\rended by committed_complete \x9b31m \u202egnp.exe"
+)
+
+
+def no_control(text: str) -> None:
+    bad = [c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F]
+    assert not bad, [hex(ord(c)) for c in bad]
+    assert "\u202e" not in text
+
+
+def test_runs_show_never_passes_the_agents_control_characters_to_the_terminal(
+    honest: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "agent.jsonl"
+    turn = {
+        "text": "hello " + TERMINAL_TAKEOVER,
+        "tool_calls": [
+            {"name": "run_command", "arguments": {"command": "printf '\\033]0;TOOL\\007 out\\n'"}},
+            {"name": "read_file", "arguments": {"path": "x" + TERMINAL_TAKEOVER}},
+        ],
+    }
+    script.write_text(json.dumps(turn) + "\n", encoding="utf-8")
+    store = str(tmp_path / "r.db")
+    ran = invoke(
+        "run", str(honest / "task.toml"), "--model", f"scripted:{script}", "--store", store
+    )
+    assert ran.exit_code == 3, ran.output
+    no_control(ran.output)
+    run_id = json.loads(invoke("runs", "list", "--store", store, "--json").output)[0]["run_id"]
+    shown = invoke("runs", "show", run_id, "--store", store)
+    assert shown.exit_code == 0
+    no_control(shown.output)
+    # Shown, not dropped: the reader sees that something was there.
+    assert "\\x1b]0;PWNED" in shown.output and "\\x1b]0;TOOL" in shown.output
+
+
+def test_grade_never_passes_a_checks_control_characters_to_the_terminal(tmp_path: Path) -> None:
+    folder = tmp_path / "g"
+    shutil.copytree(EXAMPLES / "grade_false", folder)
+    # The agent's code is what a failing check's output shows: it writes to the terminal.
+    module = folder / "workspace" / "slug.py"
+    module.write_text(
+        f"import sys\nsys.stderr.write({TERMINAL_TAKEOVER!r})\n"
+        + module.read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    done = invoke("grade", str(folder / "task.toml"), "--workspace", str(folder / "workspace"))
+    assert done.exit_code == 1, done.output
+    no_control(done.output)
+    assert "\\x1b]0;PWNED" in done.output
+
+
+def test_lint_never_passes_the_texts_control_characters_to_the_terminal(tmp_path: Path) -> None:
+    text = tmp_path / "a.ilang"
+    text.write_text(f"::STATUS{{@TASK|state:complete}}\n{TERMINAL_TAKEOVER} garbage\n")
+    done = invoke("lint", str(text))
+    assert done.exit_code == 1, done.output
+    no_control(done.output)
+
+
+def test_the_summary_gives_every_byte_limit_in_units() -> None:
+    from harness.run.progress import sandbox_text
+
+    limits = {"file_size": 256 << 20, "memory": 4 << 30, "tmp_size": 512 << 20, "disk": 4 << 30}
+    text = sandbox_text({"mode": "bwrap", "confined": True, "network": "none", "limits": limits})
+    assert "disk 4 GiB" in text and "memory 4 GiB" in text and "4294967296" not in text
+
+
+@pytest.mark.parametrize("kind", ["folder", "pipe"])
+def test_a_record_key_that_is_not_a_file_is_one_message(
+    honest: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    key = tmp_path / "key"
+    if kind == "folder":
+        key.mkdir()
+    else:
+        os.mkfifo(key)  # no writer: a blocking read would wait forever
+    monkeypatch.setenv("ILH_RECORD_KEY_FILE", str(key))
+    store = tmp_path / "r.db"
+    line = one_error(
+        invoke("run", str(honest / "task.toml"), "--store", str(store)), str(store), "E500"
+    )
+    assert "not a regular file" in line
+
+
+def test_view_refuses_out_and_port_together(recorded: tuple[Path, str], tmp_path: Path) -> None:
+    # One would be silently ignored (the page was served and no file written).
+    _, run_id = recorded
+    out = tmp_path / "page.html"
+    one_error(invoke("view", run_id, "--out", str(out), "--port", "18799"), "--port", "E303")
+    assert not out.exists()
+
+
+def test_lint_explain_with_files_is_bad_usage(tmp_path: Path) -> None:
+    # The files were silently not linted: exit 0 for text full of errors.
+    text = tmp_path / "a.ilang"
+    text.write_text("[REED]\n", encoding="utf-8")
+    one_error(invoke("lint", "--explain", "E304", str(text)), "--explain", "E303")
+
+
+def test_a_byte_order_mark_is_named(honest: Path, tmp_path: Path) -> None:
+    # Editors on Windows save "UTF-8" with a BOM; tomllib said only "Invalid statement".
+    task = honest / "task.toml"
+    task.write_bytes(b"\xef\xbb\xbf" + task.read_bytes())
+    line = one_error(
+        invoke("run", str(task), "--store", str(tmp_path / "r.db")), f"{task}:1:1", "E300"
+    )
+    assert "byte order mark" in line
+    script = tmp_path / "agent.jsonl"
+    script.write_bytes(b"\xef\xbb\xbf" + (EXAMPLES / "honest" / "agent.jsonl").read_bytes())
+    result = invoke(
+        "run", str(EXAMPLES / "honest" / "task.toml"), "--model", f"scripted:{script}",
+        "--store", str(tmp_path / "r.db"),
+    )  # fmt: skip
+    assert "byte order mark" in one_error(result, f"{script}:1:1", "E300")

@@ -172,3 +172,24 @@ def test_a_reply_full_of_claims_is_graded_once(tmp_path: Path) -> None:
     assert dispositions[:copies] == ["accepted"] + ["rejected"] * (copies - 1)
     assert outcome["grader"]["gradings"] <= 3
     assert outcome["final"]["reason"] == "repeated_pattern"
+
+
+def test_a_pyproject_nested_past_the_parsers_limit_does_not_stop_the_grading(
+    tmp_path: Path,
+) -> None:
+    # tomllib recurses: `x = [[[[…` a few thousand deep is a RecursionError, not a syntax
+    # error. The grader must treat the file as any pyproject.toml that does not parse (a
+    # runner hook the task did not have: left out of the grading tree) and grade the work.
+    deep = "[tool.pytest.ini_options]\nx = " + "[" * 5000 + "]" * 5000 + "\n"
+    wrong = "def fizzbuzz(n):\n    return str(n)\n"
+    outcome = run_agent(
+        tmp_path / "task",
+        [
+            turn("", ("write_file", {"path": "pyproject.toml", "content": deep})),
+            turn("", ("write_file", {"path": "fizz.py", "content": wrong})),
+            turn("Done.\n" + CLAIM),
+        ],
+    )
+    results = {c["id"]: c["result"] for c in outcome["grader"]["criteria"]}
+    assert results == {"tests": "fail", "docs": "fail"}, outcome["grader"]["criteria"]
+    assert "tests_changed" in kinds(outcome)

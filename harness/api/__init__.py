@@ -44,6 +44,7 @@ from harness.inputs.errors import InputError
 from harness.inputs.task_file import load_task
 from harness.models.clients.options import ClientOptions
 from harness.models.interface import ModelClient
+from harness.record.database import StoreError, UnknownRun
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.grade_job import grade_task
@@ -88,7 +89,13 @@ def quiet_logging() -> None:
 
 
 def _store(store: PathLike | None) -> RunStore:
-    return RunStore(Path(store) if store is not None else Path(".ilh") / "runs.db")
+    """The run store; one that cannot be opened (a folder, an unwritable place, not a
+    database) is bad input, as `--store` is on the command line (E500 at its path)."""
+    path = Path(store) if store is not None else Path(".ilh") / "runs.db"
+    try:
+        return RunStore(path)
+    except StoreError as err:
+        raise InputError(path, "E500", str(err)) from None
 
 
 async def run_task_async(
@@ -219,13 +226,19 @@ def correct(
     if error_class not in ERROR_CLASSES:
         raise InputError("--class", "E303", f"not an error class: {error_class!r}")
     with _store(store) as runs:
-        return correct_run(runs, run, error_class, text, gene)
+        try:
+            return correct_run(runs, run, error_class, text, gene)
+        except UnknownRun as err:
+            raise InputError(run, "E500", str(err)) from None
 
 
 def soul_sync(run: str, *, store: PathLike | None = None) -> Persisted:
     """`ilh soul sync RUN`: persist a recorded run's GENEs to its SOUL (after a kill)."""
     with _store(store) as runs:
-        return sync_run(runs, run)[1]
+        try:
+            return sync_run(runs, run)[1]
+        except UnknownRun as err:
+            raise InputError(run, "E500", str(err)) from None
 
 
 def lint(text: str, name: str = "<text>") -> list[Finding]:

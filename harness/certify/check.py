@@ -10,7 +10,6 @@ says so rather than pretending to have fetched them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,15 +19,12 @@ from harness.certify.certificate import Certificate, sha256_digest
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
 from harness.certify.target import read_target
-from harness.inputs.errors import InputError, read_capped, read_utf8
+from harness.inputs.errors import InputError, parse_json, read_capped, read_utf8
 
 
 def load_certificate(path: Path) -> Certificate:
     text = read_utf8(path, "the certificate")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(path, "E300", f"not JSON: {err.msg}", err.lineno, err.colno) from None
+    raw = parse_json(text, path)
     try:
         return Certificate.model_validate(raw)
     except ValidationError as err:
@@ -67,13 +63,17 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     locator = cert.target.locator
     if target is None:
         given = locator if locator.startswith("git:") else str(folder / locator)
+        base = folder
     else:
+        # A TARGET typed on the command line is relative to where the person is, like
+        # every path they type; the certificate's own locator is relative to it.
         given = target
+        base = Path.cwd()
     report = CheckReport(certificate=str(cert_path), target=given)
     if not cert.certified:
         report.problems.append(f"the certificate says not certified: {cert.reason}")
     try:
-        current = read_target(given, folder)
+        current = read_target(given, base)
     except InputError as err:
         report.problems.append(f"the target cannot be read: {err.message}")
         return report

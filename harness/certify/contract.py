@@ -12,9 +12,7 @@ An AI-authored field must be confirmed or corrected before Phase 1.
 
 from __future__ import annotations
 
-import json
 import re
-import tomllib
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -24,8 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graders.refuter import ADVISORIES
-from harness.inputs.errors import InputError, read_utf8
-from harness.inputs.task_file import locate, toml_error
+from harness.inputs.errors import InputError, parse_json, read_utf8
+from harness.inputs.task_file import locate, parse_toml
 
 FieldProvenance = Literal["user_stated", "ai_authored"]
 TRACKED = ("activity", "execution_scope", "stop_condition", "allowed_sources")
@@ -172,10 +170,7 @@ class Flags:
 
 def load_contract_file(path: Path) -> ContractFile:
     text = read_utf8(path, "the contract file")
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise toml_error(path, err) from None
+    raw = parse_toml(text, path)
     try:
         return ContractFile.model_validate(raw)
     except ValidationError as err:
@@ -319,10 +314,7 @@ NO_ANSWERS = Answers()
 
 def load_answers(path: Path) -> Answers:
     text = read_utf8(path, "the answers file")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(path, "E300", f"not JSON: {err.msg}", err.lineno, err.colno) from None
+    raw = parse_json(text, path)
     try:
         answers = Answers.model_validate(raw)
     except ValidationError as err:

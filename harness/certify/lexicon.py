@@ -8,7 +8,6 @@ is one more file (the protocol's authors write their handoffs in Korean: `ko.tom
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
@@ -17,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.inputs.errors import InputError, read_utf8
-from harness.inputs.task_file import toml_error
+from harness.inputs.task_file import parse_toml
 
 
 class LexiconFile(BaseModel):
@@ -90,10 +89,7 @@ class Lexicon(BaseModel):
 
 
 def parse_lexicon(text: str, path: Path) -> LexiconFile:
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise toml_error(path, err) from None
+    raw = parse_toml(text, path)
     try:
         return LexiconFile.model_validate(raw)
     except ValidationError as err:

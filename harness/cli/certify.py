@@ -26,13 +26,18 @@ from harness.certify.lexicon import load_lexicon
 from harness.certify.loop import Certifier, Request
 from harness.certify.refuter import RefuterBudget
 from harness.certify.render import render_markdown
-from harness.cli.errors import EXIT_BAD_INPUT, BadInput
+from harness.cli.errors import (
+    EXIT_BAD_INPUT,
+    BadInput,
+    refuse_overwriting,
+    refuse_recording_over,
+)
 from harness.cli.options import base_url_option
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import InputError
 from harness.models.clients.options import ClientOptions
 from harness.models.interface import ModelClient
-from harness.record.store import StoreError
+from harness.record.store import DEFAULT_STORE_PATH, StoreError
 from harness.run.setup import client_from_uri, close_client, default_store
 
 EXIT_CERTIFIED = 0
@@ -219,6 +224,17 @@ def certify(
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise InputError(markdown_path, "E500", "cannot write the Markdown there")
         given, contract = declare(flags, contract_path, cwd)
+        # The record being certified, and the store, are never an output's landing:
+        # `--markdown handoff.md` replaced the handoff by its own certificate.
+        keep = [(store_path or DEFAULT_STORE_PATH, "the run store")]
+        if not given.startswith("git:"):
+            keep.append((cwd / given, "the record it certifies"))
+            if contract_path is not None:
+                keep.append((contract_path.parent / given, "the record it certifies"))
+        if markdown_path is not None:
+            refuse_overwriting(markdown_path, "the Markdown", keep)
+        if record_path is not None:
+            refuse_recording_over(record_path, keep)
         answers = load_answers(answers_path) if answers_path is not None else NO_ANSWERS
         lexicon = load_lexicon(lexicons)
         seconds = refuter_time

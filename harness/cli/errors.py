@@ -8,10 +8,12 @@ line is printed as plain text: paths and keys appear verbatim (rich markup would
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import IO, Any
 
 import click
@@ -70,3 +72,60 @@ def _stdout_to_devnull() -> None:
     with suppress(OSError):
         os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
+
+
+#: The first bytes of every SQLite database: a run store, whatever its name.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Do `a` and `b` name one file (through links too), or the same path if one of them
+    does not exist yet?"""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def is_run_store(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def refuse_overwriting(out: Path, what: str, keep: Iterable[tuple[Path, str]] = ()) -> None:
+    """An output file that would replace something the user cannot get back: a run store
+    (the append-only record: `--out .ilh/runs.db` is one slip of the finger), or one of
+    `keep` ((path, what it is): the task file, the record being certified…)."""
+    for path, name in keep:
+        if same_file(out, path):
+            raise BadInput(str(out), "E303", f"{what} would overwrite {name}; name another file")
+    if is_run_store(out):
+        raise BadInput(str(out), "E303", f"{what} would overwrite a run store; name another file")
+
+
+def refuse_recording_over(record: Path, keep: Iterable[tuple[Path, str]] = ()) -> None:
+    """`--record FILE` appends JSON lines: never to a task file, a run store or any file
+    whose content is not already a recording (a README named by mistake would be
+    corrupted, not recorded to)."""
+    refuse_overwriting(record, "the recording", keep)
+    try:
+        with record.open("rb") as file:
+            first = file.readline(1 << 20).strip()
+    except OSError:  # a new file, or one that cannot be written: the recorder says so
+        return
+    if not first:
+        return
+    try:
+        line = json.loads(first)
+    except (ValueError, RecursionError):
+        line = None
+    if not isinstance(line, dict):
+        raise BadInput(
+            str(record),
+            "E303",
+            "the recording would be appended to a file that is not one (its first line is "
+            "not a JSON object); name a new file or an earlier recording",
+        )

@@ -37,6 +37,7 @@ from harness.inputs.errors import InputError
 from harness.run.grade_job import grade_task
 from harness.run.progress import sandbox_line
 from harness.secrets import harness_secrets
+from harness.secrets.terminal import printable, shown
 from harness.telemetry.export import exporting
 from harness.workspace.interrupts import immediate_interrupts
 from harness.workspace.sandbox import (
@@ -70,7 +71,7 @@ def failing_output(console: Console, report: GradeReport) -> None:
             head += f", its last {len(shown)} of {len(lines)} lines"
         console.print(head)
         for line in shown:
-            console.print(Text("  " + line, style="dim"))
+            console.print(Text("  " + printable(line), style="dim"))
 
 
 def show(
@@ -86,7 +87,7 @@ def show(
     for o in report.audit.outcomes:
         style = _RESULT_STYLE[o.result]
         table.add_row(
-            escape(o.id), f"{o.weight:g}", f"[{style}]{o.result}[/]", o.via, escape(o.detail)
+            escape(o.id), f"{o.weight:g}", f"[{style}]{o.result}[/]", o.via, shown(o.detail)
         )
     console.print(table)
     failing_output(console, report)
@@ -99,16 +100,16 @@ def show(
     console.print(f"[dim]{escape(report.status_line)}[/]")
     console.print("[bold]evidence map[/]")
     for line in report.audit.evidence.lines():
-        console.print(f"  {escape(line)}")
+        console.print(f"  {shown(line)}")
     console.print("[bold]completion audit[/] (spec §7)")
     for step in report.audit.steps:
         console.print(f"  [cyan]{escape(step.pattern)}[/]")
         for finding in step.findings:
-            console.print(f"    {escape(finding)}")
+            console.print(f"    {shown(finding)}")
     if claimed and not claims:
         console.print("[yellow]note[/] the claim file holds no ::STATUS or ::EVIDENCE claim")
     for note in report.notes:
-        console.print(f"[yellow]note[/] {escape(note)}")
+        console.print(f"[yellow]note[/] {shown(note)}")
     console.print(sandbox_line(sandbox_report(policy)))
     if report.grader_model is not None:
         console.print(
@@ -124,7 +125,8 @@ def show(
     "workspace_dir",
     required=True,
     type=click.Path(path_type=Path),
-    help="The workspace to grade (checks run in it; the grader model reads it).",
+    help="The workspace to grade (never changed: each check runs over its own copy; the "
+    "grader model reads it).",
 )
 @click.option(
     "--claim",

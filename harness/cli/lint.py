@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from envelopes.errors import ERROR_CODES, Finding, explain
 from envelopes.lint import lint_text
 from harness.cli.errors import BadInput
 from harness.inputs.errors import InputError, read_bytes, read_capped
+from harness.secrets.terminal import shown
 
 
 def read_input(name: str) -> str:
@@ -44,8 +44,8 @@ def print_findings(console: Console, name: str, findings: list[Finding]) -> None
     for f in findings:
         style = "bold red" if f.severity == "error" else "yellow"
         console.print(
-            f"{escape(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
-            f"[dim]{ERROR_CODES[f.code][0]}:[/] {escape(f.message)}",
+            f"{shown(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
+            f"[dim]{ERROR_CODES[f.code][0]}:[/] {shown(f.message)}",
             highlight=False,
         )
 
@@ -59,6 +59,13 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
 
     Exit 0 no errors, 1 errors, 2 unreadable input."""
     if explain_code is not None:
+        if files:
+            raise BadInput(
+                "--explain",
+                "E303",
+                "--explain prints what a code means and lints nothing: "
+                "give it alone, or drop it to lint FILE…",
+            )
         if explain_code.upper() not in ERROR_CODES:
             raise BadInput(
                 "--explain", "E303", f"unknown code {explain_code}; known: {', '.join(ERROR_CODES)}"

@@ -91,7 +91,10 @@ def main() -> None:
     try:
         returned = ilh.main(args=sys.argv[1:], prog_name="ilh", standalone_mode=False)
     except click.UsageError as err:
-        click.echo(f"error {usage_location(err)}: E303 {err.format_message()}", err=True)
+        # One line, as every bad input is: click lays some messages out on several
+        # (a missing choice lists its options one per line).
+        message = " ".join(err.format_message().split())
+        click.echo(f"error {usage_location(err)}: E303 {message}", err=True)
         if err.ctx is not None:
             click.echo(f"(`{err.ctx.command_path} --help` shows the usage)", err=True)
         sys.exit(2)

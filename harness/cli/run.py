@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from harness.cli.errors import EXIT_BAD_INPUT, BadInput
+from harness.cli.errors import EXIT_BAD_INPUT, BadInput, refuse_recording_over
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
@@ -24,7 +24,7 @@ from harness.inputs.errors import InputError, InputErrors
 from harness.inputs.task_file import load_task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.results import RunResult
-from harness.record.store import RunStore, StoreError, UnknownRun
+from harness.record.store import DEFAULT_STORE_PATH, RunStore, StoreError, UnknownRun
 from harness.run.batch import run_tasks
 from harness.run.live import board_for, fan_out, limits_of
 from harness.run.orchestrator import no_progress
@@ -228,8 +228,15 @@ def run(
     the order the files were given.
 
     Exit 0 when complete was committed (for every task), 3 when a run ended otherwise,
-    2 on bad input, 1 on an internal error."""
+    2 on bad input, 1 on an internal error, 130 when interrupted (Ctrl-C: the run is
+    resumable)."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if record_path is not None:
+        store_file = store_path or DEFAULT_STORE_PATH
+        refuse_recording_over(
+            record_path,
+            [(t, "the task file") for t in task_files] + [(store_file, "the run store")],
+        )
     options = ClientOptions(base_url=base_url, record=record_path)
     sandbox = sandbox_overrides(sandbox_mode, network)
     try:

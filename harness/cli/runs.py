@@ -15,10 +15,11 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from harness.cli.errors import BadInput, reader_may_leave
+from harness.cli.errors import BadInput, reader_may_leave, refuse_overwriting
 from harness.record.events import EventKind, RunSummary
 from harness.record.store import RunStore, StoreError, UnknownRun
 from harness.secrets import harness_secrets
+from harness.secrets.terminal import printable, shown
 
 if TYPE_CHECKING:
     from harness.certify.certificate import Certificate
@@ -125,8 +126,8 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
             raise BadInput("RUN", "E500", str(err)) from None
     ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
     if as_json:
-        shown = json.dumps(ended.payload["result"] if ended else None, ensure_ascii=False)
-        click.echo(harness_secrets().redact(shown))
+        result = json.dumps(ended.payload["result"] if ended else None, ensure_ascii=False)
+        click.echo(harness_secrets().redact(result))
         return
     console = Console(highlight=False, soft_wrap=True)
     console.print(
@@ -140,16 +141,16 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
     for event in events:
         data = event.payload
         if event.kind is EventKind.STATE_CHANGE:
-            console.print(f"  round {event.round} [cyan]status[/] {escape(str(data.get('line')))}")
+            console.print(f"  round {event.round} [cyan]status[/] {shown(data.get('line'))}")
         elif event.kind is EventKind.PROPOSAL:
             console.print(
                 f"  round {event.round} proposal {data.get('disposition')}: "
-                f"{escape(str(data.get('line')))[:90]}"
+                f"{shown(data.get('line'))[:90]}"
             )
         elif event.kind is EventKind.VIOLATION:
             console.print(
                 f"  round {event.round} [red]violation[/] {data.get('kind')}: "
-                f"{escape(str(data.get('detail')))}"
+                f"{shown(data.get('detail'))}"
             )
         elif event.kind is EventKind.GRADER_RESULT:
             missing = ", ".join(data.get("missing") or []) or "none"
@@ -159,8 +160,8 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
             )
         elif event.kind is EventKind.NOTE and isinstance(data.get("summary"), str):
             # A certification's steps (`ilh certify`): phase and what happened.
-            phase = escape(str(data.get("phase", "note")))
-            console.print(f"  round {event.round} [blue]{phase}[/] {escape(data['summary'])}")
+            phase = shown(data.get("phase", "note"))
+            console.print(f"  round {event.round} [blue]{phase}[/] {shown(data['summary'])}")
         elif event.kind is EventKind.MODEL_CALL:
             show_model_call(console, event.round, data)
         elif event.kind is EventKind.TOOL_CALL:
@@ -175,7 +176,7 @@ SHOWN_CHARS = 600
 
 
 def _clip(text: str) -> str:
-    text = harness_secrets().redact(text)
+    text = printable(harness_secrets().redact(text))
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"… [{len(text)} chars]"
 
 
@@ -185,7 +186,7 @@ def show_model_call(console: Console, round_n: int, data: dict[str, object]) -> 
     tokens = ""
     if isinstance(usage, dict):
         tokens = f" ({usage.get('input_tokens', '?')} in / {usage.get('output_tokens', '?')} out)"
-    console.print(f"  round {round_n} [green]model[/] {escape(str(data.get('model')))}{tokens}")
+    console.print(f"  round {round_n} [green]model[/] {shown(data.get('model'))}{tokens}")
     text = str(data.get("text") or "").strip()
     if text:
         console.print(Text(_indent(_clip(text)), style="dim"))
@@ -193,14 +194,14 @@ def show_model_call(console: Console, round_n: int, data: dict[str, object]) -> 
     for call in calls if isinstance(calls, list) else []:
         if isinstance(call, dict):
             args = json.dumps(call.get("arguments", {}), ensure_ascii=False)
-            console.print(Text(f"    → {call.get('name')} {_clip(args)}"))
+            console.print(Text(f"    → {printable(str(call.get('name')))} {_clip(args)}"))
 
 
 def show_tool_call(console: Console, round_n: int, data: dict[str, object]) -> None:
     call = data.get("call") if isinstance(data.get("call"), dict) else {}
     name = call.get("name") if isinstance(call, dict) else "?"
     mark = "ok" if data.get("ok") else "error"
-    console.print(f"  round {round_n} [yellow]tool[/] {escape(str(name))} {mark}")
+    console.print(f"  round {round_n} [yellow]tool[/] {shown(name)} {mark}")
     output = str(data.get("output") or "").strip()
     if output:
         console.print(Text(_indent(_clip(output)), style="dim"))
@@ -321,6 +322,7 @@ def read_certificate(path: Path) -> Certificate:
 
 
 def write_page(page: str, target: Path) -> Path:
+    refuse_overwriting(target, "the page")
     try:
         target.write_bytes(page.encode("utf-8"))
     except OSError as err:

@@ -127,6 +127,14 @@ def review_pending(
                 "E303",
                 f"no pending GENE {unknown[0]!r} (pending: {', '.join(sorted(names)) or 'none'})",
             )
+        both = sorted(set(approve) & set(drop))
+        if both:
+            # Which one the principal meant is not for the harness to guess.
+            raise BadInput(
+                "--drop",
+                "E303",
+                f"GENE {both[0]!r} is both approved and dropped; choose one",
+            )
         if not (approve or drop or everything):
             for o in waiting:
                 c = o.correction

@@ -27,6 +27,10 @@ def view(run_ref: str, store_path: Path, out_path: Path | None, port: int | None
     untrusted), proposals, violations, budgets, the grader's criteria, a certification's
     steps and findings. RUN may also be a certificate file (`ilh certify --json`).
     Self-contained: no script, no network."""
+    if port is not None and out_path is not None:
+        raise BadInput(
+            "--port", "E303", "--out writes the page to a file, --port serves it: give one"
+        )
     run_id, page = page_of(run_ref, store_path)
     body = page.encode("utf-8")
     if port is None:

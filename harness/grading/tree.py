@@ -236,7 +236,8 @@ def _runner_tables(path: Path) -> dict[str, object] | None:
     """The test-runner tables of a pyproject.toml; None when it does not parse."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        # RecursionError: arrays nested past Python's limit (an agent's file) do not parse.
         return None
     tool = data.get("tool")
     if not isinstance(tool, dict):

@@ -3,8 +3,9 @@ its location and a code, reported with exit status 2 and never a traceback."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 
 class InputError(Exception):
@@ -75,3 +76,29 @@ class InputErrors(InputError):
 
     def render(self) -> str:
         return "\n".join(e.render() for e in getattr(self, "errors", [])) or super().render()
+
+
+#: What a parser that recursed past Python's limit says (JSON and TOML arrays and tables
+#: nest by recursion: `[[[[…` a hundred thousand deep is a RecursionError, not a syntax
+#: error, and would be a traceback).
+TOO_DEEP = "nested too deeply (arrays or tables inside one another)"
+
+
+#: Editors on Windows save "UTF-8" with a byte order mark; TOML and JSON parsers reject it
+#: with a message that does not say what to do.
+BOM = "\ufeff"
+BOM_MESSAGE = "the file starts with a byte order mark (U+FEFF): save it as UTF-8 without BOM"
+
+
+def parse_json(text: str, path: Path | str, line: int = 0) -> Any:
+    """`text` as JSON; `InputError` (E300) with its place when it is not JSON."""
+    if text.startswith(BOM) and line <= 1:
+        raise InputError(path, "E300", BOM_MESSAGE, 1, 1)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(
+            path, "E300", f"not JSON: {err.msg}", line or err.lineno, err.colno
+        ) from None
+    except RecursionError:
+        raise InputError(path, "E300", f"not JSON: {TOO_DEEP}", line) from None

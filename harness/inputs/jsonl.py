@@ -5,22 +5,20 @@ value of the wrong type, E303 any other invalid value)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.inputs.errors import InputError, read_utf8
+from harness.inputs.errors import InputError, parse_json, read_utf8
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def line_model(model: type[M], line: str, path: Path, number: int) -> M:
+    raw = parse_json(line, path, number)
     try:
-        return model.model_validate(json.loads(line))
-    except json.JSONDecodeError as err:
-        raise InputError(path, "E300", f"not JSON: {err.msg}", number, err.colno) from None
+        return model.model_validate(raw)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(line)"

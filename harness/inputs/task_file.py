@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from harness.inputs.durations import parse_duration
-from harness.inputs.errors import InputError, read_utf8
+from harness.inputs.errors import BOM, BOM_MESSAGE, TOO_DEEP, InputError, read_utf8
 from harness.inputs.sizes import parse_size
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -356,11 +356,20 @@ def validation_error(path: Path, text: str, err: ValidationError) -> InputError:
     return InputError(path, code, f"{dotted}: {message}", locate(text, loc))
 
 
-def parse_task(text: str, path: Path) -> Task:
+def parse_toml(text: str, path: Path) -> dict[str, Any]:
+    """`text` as TOML; `InputError` (E300) with its place when it is not TOML."""
+    if text.startswith(BOM):
+        raise InputError(path, "E300", BOM_MESSAGE, 1, 1)
     try:
-        raw = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise toml_error(path, err) from None
+    except RecursionError:
+        raise InputError(path, "E300", f"TOML syntax: {TOO_DEEP}") from None
+
+
+def parse_task(text: str, path: Path) -> Task:
+    raw = parse_toml(text, path)
     try:
         spec = TaskFile.model_validate(raw)
     except ValidationError as err:

@@ -83,7 +83,8 @@ def load_key(path: Path) -> RecordKey | None:
     deadline = time.monotonic() + _EMPTY_WAIT_S
     while True:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # Non-blocking: a pipe named as the key must be refused, not waited on.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
         except OSError as err:
@@ -92,11 +93,12 @@ def load_key(path: Path) -> RecordKey | None:
             ) from None
         try:
             info = os.fstat(fd)
+            # Checked before reading: a folder cannot be read at all (EISDIR).
+            if not stat.S_ISREG(info.st_mode):
+                raise RecordKeyError(f"the record key {path} is not a regular file")
             raw = os.read(fd, 4096)
         finally:
             os.close(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RecordKeyError(f"the record key {path} is not a regular file")
         if info.st_mode & 0o077:
             raise RecordKeyError(
                 f"the record key {path} is open to other users (mode "

@@ -34,6 +34,7 @@ from rich.text import Text
 from harness.inputs.task_file import Task
 from harness.run.orchestrator import STARTED, Progress
 from harness.run.setup import budgets_of
+from harness.secrets.terminal import printable
 
 #: Redraws per second: enough for a ticking clock, cheap next to any run.
 REFRESH_HZ = 4
@@ -119,7 +120,9 @@ class TaskPanel:
             )
         if self.running is not None:
             what, name, since = self.running
-            grid.add_row("running", Text(f"{what} {name}", style="yellow"), f"{now - since:,.1f} s")
+            # `name` is the agent's (a tool name it made up): shown, never obeyed.
+            running = Text(printable(f"{what} {name}"), style="yellow")
+            grid.add_row("running", running, f"{now - since:,.1f} s")
         else:
             grid.add_row("running", Text("—", style="dim"), "")
         title = Text.assemble(

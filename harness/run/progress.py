@@ -11,6 +11,7 @@ from rich.text import Text
 
 from harness.record.results import RunResult
 from harness.run.orchestrator import Progress
+from harness.secrets.terminal import shown
 
 _DISPOSITION_STYLE = {"accepted": "green", "downgraded": "yellow", "rejected": "red"}
 
@@ -18,39 +19,39 @@ _DISPOSITION_STYLE = {"accepted": "green", "downgraded": "yellow", "rejected": "
 def live_progress(console: Console) -> Progress:
     def show(kind: str, data: dict[str, Any]) -> None:
         if kind == "state_change":
-            console.print(f"  [bold cyan]status[/] {escape(str(data.get('line')))}")
+            console.print(f"  [bold cyan]status[/] {shown(data.get('line'))}")
         elif kind == "model_call":
             usage = data.get("usage", {})
             console.print(
-                f"[bold]model[/] {escape(str(data.get('model')))}: "
+                f"[bold]model[/] {shown(data.get('model'))}: "
                 f"{usage.get('input_tokens')} in / {usage.get('output_tokens')} out"
                 + (" (estimated)" if usage.get("estimated") else "")
             )
         elif kind == "proposal":
             style = _DISPOSITION_STYLE.get(str(data.get("disposition")), "white")
             console.print(
-                f"  [{style}]{data.get('disposition')}[/] {escape(str(data.get('line')))[:100]}"
-                f" [dim]({escape(str(data.get('why')))})[/]"
+                f"  [{style}]{data.get('disposition')}[/] {shown(data.get('line'))[:100]}"
+                f" [dim]({shown(data.get('why'))})[/]"
             )
         elif kind == "violation":
             console.print(
-                f"  [bold red]violation[/] {data.get('kind')}: {escape(str(data.get('detail')))}"
+                f"  [bold red]violation[/] {data.get('kind')}: {shown(data.get('detail'))}"
             )
         elif kind == "model_attempt" and data.get("outcome") != "ok":
             wait = data.get("wait_s")
             console.print(
                 f"  [yellow]model attempt {data.get('attempt')} {data.get('outcome')}[/] "
-                f"{escape(str(data.get('error')))}"
+                f"{shown(data.get('error'))}"
                 + (f" (HTTP {data.get('status')})" if data.get("status") else "")
                 + (f", retrying in {wait:.1f}s" if isinstance(wait, int | float) else "")
             )
         elif kind == "tool_call":
             call = data.get("call", {})
             mark = "[green]ok[/]" if data.get("ok") else "[red]error[/]"
-            console.print(f"  [dim]tool[/] {escape(str(call.get('name')))} {mark}")
+            console.print(f"  [dim]tool[/] {shown(call.get('name'))} {mark}")
         elif kind == "note" and isinstance(data.get("resumed"), dict):
             for note in data["resumed"].get("notes") or []:
-                console.print(f"  [yellow]note[/] {escape(str(note))}")
+                console.print(f"  [yellow]note[/] {shown(note)}")
         elif kind == "grader_result":
             style = "green" if data.get("verdict") == "verified_complete" else "yellow"
             results = ", ".join(
@@ -58,7 +59,7 @@ def live_progress(console: Console) -> Progress:
             )
             console.print(
                 f"[bold]grader[/] [{style}]{data.get('verdict')}[/] score {data.get('score')} "
-                f"/ {data.get('threshold')}: {escape(results)}"
+                f"/ {data.get('threshold')}: {shown(results)}"
             )
 
     return show
@@ -103,7 +104,7 @@ def summary(console: Console, result: RunResult) -> None:
         table.add_row(f"budget {row['kind']}", budget_text(row))
     grader_rows(table, result)
     for note in result.notes:
-        table.add_row("note", escape(note))
+        table.add_row("note", shown(note))
     console.print(table)
     if final is not None:
         console.print(Text(final.line), soft_wrap=True)
@@ -156,14 +157,14 @@ def grader_rows(table: Table, result: RunResult) -> None:
     agent = grader.get("agent_tokens", {})
     agent_total = int(agent.get("input", 0)) + int(agent.get("output", 0))
     share = grader.get("token_share")
-    shown = f"{100 * share:.1f}% of the agent's {agent_total}" if share is not None else "n/a"
+    share_text = f"{100 * share:.1f}% of the agent's {agent_total}" if share is not None else "n/a"
     table.add_row(
         "grader tokens",
-        f"{tokens.get('input', 0)} in / {tokens.get('output', 0)} out ({shown})",
+        f"{tokens.get('input', 0)} in / {tokens.get('output', 0)} out ({share_text})",
     )
     # The grader's notes: a check that trusts an exit code, an unknown template…
     for note in grader.get("notes", []):
-        table.add_row("grader note", escape(str(note)))
+        table.add_row("grader note", shown(note))
 
 
 def sandbox_text(report: dict[str, Any] | None) -> str:
@@ -172,19 +173,19 @@ def sandbox_text(report: dict[str, Any] | None) -> str:
     if not report:
         return "-"
     if not report.get("confined"):
-        return "[bold red]NONE[/] " + escape(str(report.get("warning", "commands ran unconfined")))
+        return "[bold red]NONE[/] " + shown(report.get("warning", "commands ran unconfined"))
     if report.get("available") is False:
         return "[bold red]unavailable[/]: commands and tool checks were refused: " + escape(
             str(report.get("reason", ""))
         )
     limits = report.get("limits", {})
-    shown = ", ".join(f"{k.replace('_', ' ')} {_limit(k, v)}" for k, v in limits.items())
+    limits_text = ", ".join(f"{k.replace('_', ' ')} {_limit(k, v)}" for k, v in limits.items())
     network = report.get("network")
     net = "[bold yellow]host network[/]" if network == "host" else "no network"
-    return f"{escape(str(report.get('mode')))} · {net} · {escape(shown)}"
+    return f"{shown(report.get('mode'))} · {net} · {escape(limits_text)}"
 
 
-_BYTE_LIMITS = frozenset({"file_size", "memory", "tmp_size"})
+_BYTE_LIMITS = frozenset({"file_size", "memory", "tmp_size", "disk"})
 
 
 def _limit(name: str, value: object) -> str:

@@ -242,6 +242,14 @@ async def resume_run(
     run_id, events = verified_events(store, run_ref, "not resumed")
     started = events[0].payload
     meta = started.get("meta", {})
+    if isinstance(meta, dict) and meta.get("kind") == "certify":
+        # A certification is a run of the store too, with no task to continue.
+        raise InputError(
+            run_ref,
+            "E303",
+            "this run is a certification (`ilh certify`), not an agent run: there is nothing "
+            "to resume; certify again, or see it with `ilh runs show`",
+        )
     inputs = started.get("inputs")
     rebuilt = rebuilt_task(run_ref, inputs if isinstance(inputs, dict) else {})
     task = rebuilt.task
