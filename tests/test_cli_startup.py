@@ -60,3 +60,52 @@ def test_help_lists_every_command_and_each_resolves() -> None:
     for name in COMMANDS:
         assert name in shown
         assert ilh.get_command(None, name) is not None  # type: ignore[arg-type]
+
+
+LATE_LOGGING = """
+import sys
+from harness.cli.logs import configure_logging
+configure_logging()
+assert "structlog" not in sys.modules, "configuring must not import structlog"
+import structlog
+log = structlog.get_logger("late")
+log.info("hidden-info")
+log.warning("shown-warning", token="sk-late-SECRETVALUE-0123456789")
+print("stdout-clean")
+"""
+
+
+def test_logging_configured_when_structlog_is_imported_later(tmp_path: Path) -> None:
+    """`ilh lint` never imports structlog; a command that does gets the same set-up as
+    if it had been imported first: warnings on stderr (stdout stays clean for --json),
+    info filtered out, the harness's secrets redacted."""
+    import os
+
+    env = {**os.environ, "ILH_LOG": "warning", "MY_API_KEY": "sk-late-SECRETVALUE-0123456789"}
+    done = subprocess.run(
+        [sys.executable, "-c", LATE_LOGGING],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "stdout-clean"
+    assert "shown-warning" in done.stderr
+    assert "hidden-info" not in done.stderr + done.stdout
+    assert "SECRETVALUE" not in done.stderr
+
+
+def test_lint_does_not_import_structlog(tmp_path: Path) -> None:
+    (tmp_path / "t.ilang").write_text("::STATUS{@TASK|state:running}\n")
+    code = (
+        "import sys\nfrom harness.cli.main import main\n"
+        "sys.argv = ['ilh', 'lint', 't.ilang']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('STRUCTLOG=' + str('structlog' in sys.modules) + '\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert "STRUCTLOG=False" in done.stderr, done.stderr

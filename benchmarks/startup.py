@@ -1,0 +1,78 @@
+"""Start-up: the CPU time of `ilh --help`, `ilh lint` on a tiny file and `ilh runs list`,
+each as a ratio to `python -c pass` (the interpreter's own start-up) measured in the same
+run, interleaved, so that the machine's load falls on every side alike.
+
+The CPU time of each command is its child's rusage (user + system), not wall time: a
+shared, noisy machine moves wall time far more than CPU time. Printed per command: the
+median CPU ms over the repeats and the median of the per-round ratios to `python -c pass`
+(the issue's bound: at most 4x).
+
+Run: .venv/bin/python -m benchmarks.startup [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.record.store import RunStore
+
+ILH = [sys.executable, "-m", "harness"]
+
+
+def cpu_of(argv: list[str], cwd: Path) -> float:
+    """CPU seconds (user + system) that running `argv` to its end cost."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "tiny.ilang").write_text(
+            "::ILANG::4.0\n::STATUS{@TASK|state:running}\n", encoding="utf-8"
+        )
+        sides = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "ilh --help": [*ILH, "--help"],
+            "ilh lint tiny.ilang": [*ILH, "lint", "tiny.ilang"],
+            "ilh runs list": [
+                *ILH,
+                "runs",
+                "list",
+                "--store",
+                str(folder / "runs.db"),
+            ],
+        }
+        with RunStore(folder / "runs.db"):
+            pass  # an empty store: `runs list` reads it, as a user's first list would
+        env_note = f"python {sys.version.split()[0]}, {os.cpu_count()} cpu(s)"
+        for argv in sides.values():  # warm-up: the file cache, compiled bytecode
+            cpu_of(argv, folder)
+        cpu: dict[str, list[float]] = {name: [] for name in sides}
+        for _ in range(args.repeat):
+            for name, argv in sides.items():
+                cpu[name].append(cpu_of(argv, folder))
+    print(f"Start-up CPU time, {args.repeat} interleaved rounds; {env_note}")
+    base = cpu["python -c pass"]
+    for name, times in cpu.items():
+        ratios = [t / b for t, b in zip(times, base, strict=True) if b > 0]
+        print(
+            f"  {name:<22} {statistics.median(times) * 1000:7.1f} ms"
+            f"   {statistics.median(ratios):5.2f}x python -c pass"
+        )
+
+
+if __name__ == "__main__":
+    main()
