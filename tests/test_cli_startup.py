@@ -67,8 +67,8 @@ import sys
 from harness.cli.logs import configure_logging
 configure_logging()
 assert "structlog" not in sys.modules, "configuring must not import structlog"
-import structlog
-log = structlog.get_logger("late")
+from harness.record.log import LazyLogger
+log = LazyLogger("late")
 log.info("hidden-info")
 log.warning("shown-warning", token="sk-late-SECRETVALUE-0123456789")
 print("stdout-clean")
@@ -97,11 +97,15 @@ def test_logging_configured_when_structlog_is_imported_later(tmp_path: Path) -> 
     assert "SECRETVALUE" not in done.stderr
 
 
-def test_lint_does_not_import_structlog(tmp_path: Path) -> None:
+@pytest.mark.parametrize("args", [("lint", "t.ilang"), ("runs", "list", "--store", "runs.db")])
+def test_light_commands_do_not_import_structlog(tmp_path: Path, args: tuple[str, ...]) -> None:
+    from harness.record.store import RunStore
+
     (tmp_path / "t.ilang").write_text("::STATUS{@TASK|state:running}\n")
+    RunStore(tmp_path / "runs.db").close()
     code = (
         "import sys\nfrom harness.cli.main import main\n"
-        "sys.argv = ['ilh', 'lint', 't.ilang']\n"
+        f"sys.argv = ['ilh', *{list(args)!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "sys.stderr.write('STRUCTLOG=' + str('structlog' in sys.modules) + '\\n')\n"
     )

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
-import structlog
 from pydantic import ValidationError
 
 from harness.record.events import Event, EventKind, RunSummary, StoredEvent
+from harness.record.log import LazyLogger
 
-log = structlog.get_logger(__name__)
+log = LazyLogger(__name__)
 
 SCHEMA_VERSION: Final = 2
 """1: the hash chain and its head. 2: the head's MAC (`head_mac`, `key_id`, see

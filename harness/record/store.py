@@ -53,8 +53,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final, Self
 
-import structlog
-
 from harness.record.events import (
     GENESIS_HASH,
     Event,
@@ -105,9 +103,10 @@ from harness.record.integrity import (
     quick_record_status,
 )
 from harness.record.keys import RecordKey, default_key_path, ensure_key, load_key
+from harness.record.log import LazyLogger
 from harness.record.writer import Writer
 
-log = structlog.get_logger(__name__)
+log = LazyLogger(__name__)
 
 DEFAULT_STORE_PATH: Final = Path(".ilh") / "runs.db"
 DEFAULT_BUSY_TIMEOUT_S: Final = 30.0

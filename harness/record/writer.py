@@ -26,11 +26,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Final
 
-import structlog
-
 from harness.record.database import StoreError
+from harness.record.log import LazyLogger
 
-log = structlog.get_logger(__name__)
+log = LazyLogger(__name__)
 
 #: At most this many writes in one transaction: a bound on how long the write lock is held
 #: (other processes writing the same file wait for it).
