@@ -529,3 +529,27 @@ def _read_visible(text: str) -> list[RawClaim]:
             claims.append(_build(kind, lines, i + 1, positional, fields, context))
         i = end
     return claims
+
+
+# The declarations only the runtime or the principal writes (v4 §2, §3, §5): an agent's
+# ::BUDGET, ::RUBRIC or ::OBJECTIVE is never read as one (only ::STATUS and ::EVIDENCE
+# are the agent's proposals), but writing one is an attempt on the runtime's authority
+# and is recorded as such. Quoting is not writing: lines inside a code fence or an echoed
+# ::UNTRUSTED block, and inline code spans, are left alone.
+_RUNTIME_DECLARATION = re.compile(r"::\s*(BUDGET|RUBRIC|OBJECTIVE)\s*\{", re.IGNORECASE)
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+
+
+def runtime_declarations(text: str) -> list[tuple[int, str]]:
+    """`(line number, NAME)` of every runtime-only declaration the agent's `text` writes
+    (folded like claims: full-width, invisible and look-alike disguises count)."""
+    folded_lines = [fold(line) for line in _split_lines(text)]
+    found: list[tuple[int, str]] = []
+    for lineno, (line, (in_fence, in_untrusted)) in enumerate(
+        zip(folded_lines, _context_flags(folded_lines), strict=True), start=1
+    ):
+        if in_fence or in_untrusted or "::" not in line:
+            continue
+        for match in _RUNTIME_DECLARATION.finditer(_CODE_SPAN.sub("", line)):
+            found.append((lineno, match[1].upper()))
+    return found

@@ -26,7 +26,7 @@ from graders.report import AUDIT_REPORT, GradeReport, GraderTokens
 from harness.context.agent import DEVELOPER_GENES, Segment, tool_result_segment, untrusted
 from harness.context.growing import GrowingEnvelope
 from harness.enforce.authority import Proposal, classify
-from harness.enforce.claims import read_claims
+from harness.enforce.claims import read_claims, runtime_declarations
 from harness.enforce.lifecycle import Lifecycle, StatusEntry
 from harness.enforce.provenance import Provenance
 from harness.enforce.transitions import REPEATED_ERROR_REASON
@@ -129,6 +129,13 @@ def task_blocks(task: Task) -> list[Segment]:
         if text:
             blocks.append(untrusted(text, source="user", role=role))
     return blocks
+
+
+#: What the agent is told when it writes a declaration only the runtime writes.
+RUNTIME_ONLY = (
+    "budgets, the rubric and the objective are set by the runtime and the task; "
+    "propose only ::STATUS and ::EVIDENCE"
+)
 
 
 class Orchestrator:
@@ -476,6 +483,14 @@ class Orchestrator:
         """Classify every claim in the agent's text; apply only accepted ones. Returns
         the feedback lines the agent sees next round."""
         feedback: list[str] = []
+        for lineno, name in runtime_declarations(reply.text):
+            # No effect (the ledger, the rubric and the objective are the runtime's), but
+            # recorded: an agent rewriting its own budget or bar is worth an audit. Its
+            # own kind, not `authority_forgery`: it changes nothing, so it does not count
+            # toward the SOUL's third-error rule.
+            detail = f"line {lineno}: ::{name} is written by the runtime, not the agent: ignored"
+            self.violation("runtime_declaration", detail)
+            feedback.append(f"your ::{name} line (line {lineno}) was ignored: {RUNTIME_ONLY}")
         claims = list(read_claims(reply.text))
         # Fail closed: a reply whose forgery ends the session applies none of its
         # proposals, not even one written before the forgery (a claim applied first could
