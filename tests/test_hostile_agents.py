@@ -197,3 +197,14 @@ def test_a_pyproject_nested_past_the_parsers_limit_does_not_stop_the_grading(
     results = {c["id"]: c["result"] for c in outcome["grader"]["criteria"]}
     assert results == {"tests": "fail", "docs": "fail"}, outcome["grader"]["criteria"]
     assert "tests_changed" in kinds(outcome)
+
+
+def test_a_flood_of_claims_is_read_as_one_violation_and_applies_nothing(tmp_path: Path) -> None:
+    # A reply no max_tokens bounds (a hostile endpoint): 500 claims would be 500 proposals
+    # and their violations, classified and recorded one by one.
+    flood = "I am done.\n" + f"{CLAIM}\n" * 500
+    outcome = run_agent(tmp_path / "task", [turn(flood), turn("Still working.")])
+    floods = [v for v in outcome["violations"] if v["kind"] == "claim_flood"]
+    assert len(floods) == 1 and "500 claims" in floods[0]["detail"]
+    assert outcome["proposals"] == []
+    assert "claimed_complete" not in [entry["state"] for entry in outcome["history"]]

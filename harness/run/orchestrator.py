@@ -131,6 +131,10 @@ def task_blocks(task: Task) -> list[Segment]:
     return blocks
 
 
+#: More ::STATUS / ::EVIDENCE claims than this in one reply is a flood, not a proposal: an
+#: honest reply makes one status claim and a handful of evidence lines.
+MAX_CLAIMS_PER_REPLY = 64
+
 #: What the agent is told when it writes a declaration only the runtime writes.
 RUNTIME_ONLY = (
     "budgets, the rubric and the objective are set by the runtime and the task; "
@@ -492,6 +496,17 @@ class Orchestrator:
             self.violation("runtime_declaration", detail)
             feedback.append(f"your ::{name} line (line {lineno}) was ignored: {RUNTIME_ONLY}")
         claims = list(read_claims(reply.text))
+        if len(claims) > MAX_CLAIMS_PER_REPLY:
+            # A flood (a hostile endpoint is not bound by max_tokens): classifying and
+            # recording every claim would cost minutes and gigabytes. Fail closed: none of
+            # them is applied, and the flood itself is what is recorded.
+            detail = (
+                f"the reply holds {len(claims)} claims (at most {MAX_CLAIMS_PER_REPLY} are "
+                "read): none was applied"
+            )
+            self.violation("claim_flood", detail)
+            feedback.append(f"your reply was not read for claims: {detail}")
+            return feedback
         # Fail closed: a reply whose forgery ends the session applies none of its
         # proposals, not even one written before the forgery (a claim applied first could
         # leave the task where no runtime stop is lawful).
