@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 from envelopes.errors import IlangError
 from envelopes.vocabulary import ALIASES, ENTITY_TIERS, MODIFIERS, VERB_SET
@@ -75,6 +75,26 @@ def same_node(a: tuple[object, ...], b: object) -> bool:
     return b.__class__ is a.__class__ and a[:-1] == b[:-1]
 
 
+N = TypeVar("N", bound=tuple[object, ...])
+
+
+def position_not_compared(cls: type[N]) -> type[N]:
+    """For a node class whose last field is its position: equality, inequality and hash
+    over the other fields only (as the dataclasses' `compare=False` had them)."""
+    setattr(cls, "__eq__", same_node)  # noqa: B010  (methods set on a NamedTuple class)
+    setattr(cls, "__ne__", _not_same_node)  # noqa: B010
+    setattr(cls, "__hash__", _hash_without_position)  # noqa: B010
+    return cls
+
+
+def _not_same_node(a: tuple[object, ...], b: object) -> bool:
+    return not same_node(a, b)
+
+
+def _hash_without_position(node: tuple[object, ...]) -> int:
+    return hash(node[:-1])
+
+
 def same_whole(a: tuple[object, ...], b: object) -> bool:
     """Dataclass equality for a node every field of which is compared."""
     return b.__class__ is a.__class__ and tuple.__eq__(a, b)
@@ -99,6 +119,7 @@ class Modifier(NamedTuple):
         return f"{self.key}={quote(self.value) if self.quoted else self.value}"
 
 
+@position_not_compared
 class Operation(NamedTuple):
     verb: str
     """The canonical verb; an alias is resolved here and kept in `alias` for rendering."""
@@ -110,15 +131,6 @@ class Operation(NamedTuple):
     modifiers: tuple[Modifier, ...] = ()
     col: int = 1
     """Not compared: position only."""
-
-    def __eq__(self, other: object) -> bool:
-        return same_node(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not same_node(self, other)
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
 
     def render(self) -> str:
         out = ["[", self.alias or self.verb]
@@ -133,19 +145,11 @@ class Operation(NamedTuple):
         return "".join(out)
 
 
+@position_not_compared
 class Chain(NamedTuple):
     operations: tuple[Operation, ...]
     line: int = 1
     """Not compared: position only."""
-
-    def __eq__(self, other: object) -> bool:
-        return same_node(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not same_node(self, other)
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
 
     def render(self) -> str:
         return "=>".join(op.render() for op in self.operations)

@@ -22,7 +22,7 @@ from envelopes.chain import (
     head_of,
     is_operation_head,
     parse_chain,
-    same_node,
+    position_not_compared,
     same_whole,
     scan_chain,
 )
@@ -79,6 +79,7 @@ _PLAIN_DECLARATIONS = (
 )
 
 
+@position_not_compared
 class BodyLine(NamedTuple):
     form: BodyForm
     text: str
@@ -87,15 +88,6 @@ class BodyLine(NamedTuple):
     nested: Declaration | None = None
     line: int = 0
     """Not compared: position only."""
-
-    def __eq__(self, other: object) -> bool:
-        return same_node(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not same_node(self, other)
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
 
     def render(self, depth: int) -> list[str]:
         pad = INDENT * depth
@@ -116,6 +108,7 @@ class BodyLine(NamedTuple):
         return match.group(2).strip() if match else None
 
 
+@position_not_compared
 class Declaration(NamedTuple):
     name: str
     header: str
@@ -137,15 +130,6 @@ class Declaration(NamedTuple):
     delimiter: str | None = None
     line: int = 0
     """Not compared: position only."""
-
-    def __eq__(self, other: object) -> bool:
-        return same_node(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not same_node(self, other)
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
 
     @property
     def full_name(self) -> str:
@@ -174,21 +158,14 @@ class Declaration(NamedTuple):
         return lines
 
 
+@position_not_compared
 class ChainLine(NamedTuple):
     chain: Chain
     line: int = 0
     """Not compared: position only."""
 
-    def __eq__(self, other: object) -> bool:
-        return same_node(self, other)
 
-    def __ne__(self, other: object) -> bool:
-        return not same_node(self, other)
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
-
-
+@position_not_compared
 class TextLine(NamedTuple):
     """A top-level line that is not a declaration or chain: the document marker, a tag
     line, a temporal bind or note, an annotation (`→ …`, `<<<…`, a tolerated `::LATENCY`)
@@ -198,15 +175,6 @@ class TextLine(NamedTuple):
     text: str
     line: int = 0
     """Not compared: position only."""
-
-    def __eq__(self, other: object) -> bool:
-        return same_node(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not same_node(self, other)
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
 
 
 Item = Declaration | ChainLine | TextLine
