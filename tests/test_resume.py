@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import ilh
@@ -121,10 +122,14 @@ def processes_running(cmdline: bytes) -> list[Path]:
     return found
 
 
+@pytest.mark.parametrize(
+    ("stop", "seconds"), [(signal.SIGINT, 37), (signal.SIGTERM, 38)], ids=["ctrl-c", "sigterm"]
+)
 def test_ctrl_c_stops_at_once_kills_the_command_and_leaves_a_resumable_run(
-    tmp_path: Path,
+    tmp_path: Path, stop: signal.Signals, seconds: int
 ) -> None:
-    task = write_task(tmp_path, "sleep 37")  # a command no other test runs
+    """Ctrl-C, and SIGTERM alike (a service manager's or a CI's stop)."""
+    task = write_task(tmp_path, f"sleep {seconds}")  # a command no other test runs
     db = tmp_path / "store" / "runs.db"
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", str(task), "--store", str(db)],
@@ -137,12 +142,12 @@ def test_ctrl_c_stops_at_once_kills_the_command_and_leaves_a_resumable_run(
     run_id = wait_for_model_calls(db, 2, proc)
     time.sleep(0.5)  # inside `sleep 37`
     interrupted_at = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130
     assert time.monotonic() - interrupted_at < 10, "it waited for the command"
     assert f"ilh run --resume {run_id}" in err and "Traceback" not in err
-    assert not processes_running(b"sleep\x0037\x00"), "the tool's command outlived the run"
+    assert not processes_running(f"sleep\x00{seconds}\x00".encode()), "the command outlived the run"
     with RunStore(db, create=False) as store:
         assert store.verify(run_id).ok
         assert store.events(run_id, EventKind.RUN_ENDED) == []
@@ -214,3 +219,18 @@ def test_ctrl_c_during_a_tool_check_stops_the_check_too(tmp_path: Path) -> None:
     assert time.monotonic() - interrupted_at < 10, "it waited for the check"
     assert not processes_running(b"/bin/sh\x00-c\x00sleep 39\x00")
     assert not processes_running(b"sleep\x0039\x00")
+
+
+def test_sigterm_still_ends_a_background_job_that_ignores_ctrl_c() -> None:
+    """Where SIGINT is ignored (a shell's background job), SIGTERM is not turned into it:
+    the process ends as SIGTERM ends it, never lives on."""
+    code = (
+        "import os, signal, time\n"
+        "from harness.cli.main import _terminate_as_interrupt\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "signal.signal(signal.SIGTERM, _terminate_as_interrupt)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "time.sleep(30)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], timeout=20, check=False)
+    assert done.returncode == -signal.SIGTERM

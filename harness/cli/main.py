@@ -5,6 +5,7 @@ the grader and the run loop that `ilh run` needs (start-up is most of a short co
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 import click
@@ -85,9 +86,24 @@ def usage_location(err: click.UsageError) -> str:
     return err.ctx.command_path if err.ctx is not None else "ilh"
 
 
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C: delivered as SIGINT, so that whoever handles SIGINT now (asyncio's
+    runner cancels the work, and a running command is killed with it) handles it. Where
+    SIGINT is ignored (a shell's background job), SIGTERM does what it would have done."""
+    if callable(signal.getsignal(signal.SIGINT)):
+        signal.raise_signal(signal.SIGINT)
+    else:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)
+
+
 def main() -> None:
     """Bad usage is exit 2 with no traceback (DESIGN §7), in the one format every command
     uses for bad input (`harness.cli.errors`): `error WHERE: E303 message`."""
+    # SIGTERM (a service manager, `kill`, a CI timeout) is an interruption like Ctrl-C:
+    # the command stops its work and says what is resumable, rather than dying
+    # silently with 143 (the record survives either way; the message does not).
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         returned = ilh.main(args=sys.argv[1:], prog_name="ilh", standalone_mode=False)
     except click.UsageError as err:
