@@ -100,20 +100,25 @@ def same_whole(a: tuple[object, ...], b: object) -> bool:
     return b.__class__ is a.__class__ and tuple.__eq__(a, b)
 
 
+def every_field_compared(cls: type[N]) -> type[N]:
+    """For a node class with no position field: equality and inequality of its own class
+    only (a tuple's would equal any tuple), the tuple's hash."""
+    setattr(cls, "__eq__", same_whole)  # noqa: B010  (methods set on a NamedTuple class)
+    setattr(cls, "__ne__", _not_same_whole)  # noqa: B010
+    setattr(cls, "__hash__", tuple.__hash__)  # noqa: B010
+    return cls
+
+
+def _not_same_whole(a: tuple[object, ...], b: object) -> bool:
+    return not same_whole(a, b)
+
+
+@every_field_compared
 class Modifier(NamedTuple):
     key: str
     value: str
     quoted: bool = False
     """A quoted value is a string even when it reads like an entity (`"@X"`)."""
-
-    def __eq__(self, other: object) -> bool:
-        return same_whole(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not same_whole(self, other)
-
-    def __hash__(self) -> int:
-        return tuple.__hash__(self)
 
     def render(self) -> str:
         return f"{self.key}={quote(self.value) if self.quoted else self.value}"

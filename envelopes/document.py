@@ -19,11 +19,11 @@ from envelopes.chain import (
     CONTROL,
     ENTITY_NAME,
     Chain,
+    every_field_compared,
     head_of,
     is_operation_head,
     parse_chain,
     position_not_compared,
-    same_whole,
     scan_chain,
 )
 from envelopes.errors import Finding, IlangError
@@ -180,17 +180,9 @@ class TextLine(NamedTuple):
 Item = Declaration | ChainLine | TextLine
 
 
+@every_field_compared
 class Document(NamedTuple):
     items: tuple[Item, ...]
-
-    def __eq__(self, other: object) -> bool:
-        return same_whole(self, other)
-
-    def __ne__(self, other: object) -> bool:
-        return not same_whole(self, other)
-
-    def __hash__(self) -> int:
-        return tuple.__hash__(self)
 
     def render(self) -> str:
         """Canonical text: two-space body indentation, chains on one line, no blank lines
@@ -338,10 +330,7 @@ class _DocumentReader:
             s = stripped[i]
             if not s or s == "---":
                 if chain_start >= 0:
-                    if ready is not None:
-                        append(_new(ChainLine, (ready, chain_start + off)))
-                    else:
-                        self.flush_chain(append, chain_start, chain_text)
+                    self.flush_chain(append, chain_start, chain_text, ready)
                     chain_start = -1
                 i += 1
                 continue
@@ -355,10 +344,7 @@ class _DocumentReader:
                 i += 1
                 continue
             if chain_start >= 0:
-                if ready is not None:
-                    append(_new(ChainLine, (ready, chain_start + off)))
-                else:
-                    self.flush_chain(append, chain_start, chain_text)
+                self.flush_chain(append, chain_start, chain_text, ready)
                 chain_start = -1
             preamble_here, in_preamble = in_preamble, False
             timed = False
@@ -421,14 +407,14 @@ class _DocumentReader:
                 self.error(i, "E300", f"line matches no iLang production: {s[:40]}")
             i += 1
         if chain_start >= 0:
-            if ready is not None:
-                append(_new(ChainLine, (ready, chain_start + off)))
-            else:
-                self.flush_chain(append, chain_start, chain_text)
+            self.flush_chain(append, chain_start, chain_text, ready)
         return _new(Document, (tuple(items),))
 
-    def flush_chain(self, append: Callable[[Item], None], start: int, text: str) -> None:
-        chain = self.chain_at(start, text)
+    def flush_chain(
+        self, append: Callable[[Item], None], start: int, text: str, ready: Chain | None
+    ) -> None:
+        """The chain that ended: the scanner's `ready` one, else read by the careful reader."""
+        chain = ready if ready is not None else self.chain_at(start, text)
         if chain is not None:
             append(_new(ChainLine, (chain, start + self.offset)))
 
