@@ -89,8 +89,8 @@ def test_an_agent_rewriting_its_budget_and_the_rubric_bar_changes_neither(
     assert limits == {"rounds": 6, "tokens": 40000, "time": 120.0}
     # Ignored, and recorded: each forged line is a violation of its own.
     forged = [v["detail"] for v in outcome["violations"] if v["kind"] == "runtime_declaration"]
-    assert len(forged) == 3
-    assert sum("::BUDGET" in d for d in forged) == 2 and sum("::RUBRIC" in d for d in forged) == 1
+    assert len(forged) == 1, "one violation per reply, naming each line"
+    assert forged[0].count("::BUDGET") == 2 and forged[0].count("::RUBRIC") == 1
     assert outcome["grader"]["verdict"] == "needs_revision"
     assert outcome["grader"]["threshold"] == 0.85
 

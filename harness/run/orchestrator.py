@@ -487,14 +487,18 @@ class Orchestrator:
         """Classify every claim in the agent's text; apply only accepted ones. Returns
         the feedback lines the agent sees next round."""
         feedback: list[str] = []
-        for lineno, name in runtime_declarations(reply.text):
+        declared = runtime_declarations(reply.text)
+        if declared:
             # No effect (the ledger, the rubric and the objective are the runtime's), but
-            # recorded: an agent rewriting its own budget or bar is worth an audit. Its
-            # own kind, not `authority_forgery`: it changes nothing, so it does not count
-            # toward the SOUL's third-error rule.
-            detail = f"line {lineno}: ::{name} is written by the runtime, not the agent: ignored"
+            # recorded: an agent rewriting its own budget or bar is worth an audit. One
+            # violation per reply, however many lines (a flood must not bloat the record).
+            # Its own kind, not `authority_forgery`: it changes nothing, so it does not
+            # count toward the SOUL's third-error rule.
+            shown = ", ".join(f"line {n}: ::{name}" for n, name in declared[:5])
+            more = f" and {len(declared) - 5} more" if len(declared) > 5 else ""
+            detail = f"{shown}{more}: written by the runtime, not the agent: ignored"
             self.violation("runtime_declaration", detail)
-            feedback.append(f"your ::{name} line (line {lineno}) was ignored: {RUNTIME_ONLY}")
+            feedback.append(f"your {shown}{more} was ignored: {RUNTIME_ONLY}")
         claims = list(read_claims(reply.text))
         if len(claims) > MAX_CLAIMS_PER_REPLY:
             # A flood (a hostile endpoint is not bound by max_tokens): classifying and
