@@ -132,6 +132,39 @@ def test_deictic_anchors_in_english_and_korean(tmp_path: Path) -> None:
     assert found["그 파일"][1] == "deictic-anchors"
 
 
+@pytest.mark.parametrize(
+    ("sentence", "anchor"),
+    [
+        ("Fix the bug we discussed earlier in app.py.", "we discussed"),
+        ("Use the fix you mentioned for the parser.", "you mentioned"),
+        ("Apply the patch from my last message.", "my last message"),
+        ("The output above shows the failure.", "The output above"),
+        ("Keep the naming we agreed on in this conversation.", "we agreed on"),
+        ("Revert what landed yesterday.", "yesterday"),
+        ("Like I said, the cache is stale.", "Like I said"),
+    ],
+)
+def test_conversation_anchors(tmp_path: Path, sentence: str, anchor: str) -> None:
+    """What a conversation refers back to is an anchor: the receiver was not in it."""
+    found = scan(sentence + "\n", tmp_path)
+    assert found[anchor][1] == "deictic-anchors"
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Earlier versions of Python lack tomllib.",
+        "The previous release kept the old format.",
+        "Say yes when asked to confirm.",
+        "Write the thread-safe queue in queue.py.",
+        "Raise the same error type as the reader does.",
+    ],
+)
+def test_plain_prose_has_no_anchor(tmp_path: Path, sentence: str) -> None:
+    found = scan(sentence + "\n", tmp_path)
+    assert not [t for t, (_, cat) in found.items() if cat == "deictic-anchors"]
+
+
 def test_anchors_in_code_are_not_prose(tmp_path: Path) -> None:
     assert scan("Run `grep 'as above' notes` now.\n\n```\nas above\n```\n", tmp_path) == {}
 
