@@ -500,17 +500,32 @@ class Orchestrator:
             self.violation("runtime_declaration", detail)
             feedback.append(f"your {shown}{more} was ignored: {RUNTIME_ONLY}")
         claims = list(read_claims(reply.text))
-        if len(claims) > MAX_CLAIMS_PER_REPLY:
+        written = sum(not claim.quoted for claim in claims)
+        if written > MAX_CLAIMS_PER_REPLY:
             # A flood (a hostile endpoint is not bound by max_tokens): classifying and
             # recording every claim would cost minutes and gigabytes. Fail closed: none of
-            # them is applied, and the flood itself is what is recorded.
+            # them is applied, and the flood itself is what is recorded, an error of the
+            # agent's for the GENE cycle (the forgery it may hide is never classified).
+            # Only written claims count: an honest reply quoting examples keeps its own.
             detail = (
-                f"the reply holds {len(claims)} claims (at most {MAX_CLAIMS_PER_REPLY} are "
+                f"the reply holds {written} claims (at most {MAX_CLAIMS_PER_REPLY} are "
                 "read): none was applied"
             )
             self.violation("claim_flood", detail)
             feedback.append(f"your reply was not read for claims: {detail}")
             return feedback
+        quoted = [claim for claim in claims if claim.quoted]
+        if len(quoted) > MAX_CLAIMS_PER_REPLY:
+            # Quoted claims are never strict, so never applied; each is still recorded,
+            # but only so many: the same bound of work per reply as the written ones.
+            unread = {id(claim) for claim in quoted[MAX_CLAIMS_PER_REPLY:]}
+            claims = [claim for claim in claims if id(claim) not in unread]
+            why = (
+                f"{len(unread)} quoted claims past the first {MAX_CLAIMS_PER_REPLY} were not "
+                "read (a quoted claim is never applied)"
+            )
+            self.state.notes.append(f"round {self.state.round}: {why}")
+            feedback.append(f"in your reply, {why}")
         # Fail closed: a reply whose forgery ends the session applies none of its
         # proposals, not even one written before the forgery (a claim applied first could
         # leave the task where no runtime stop is lawful).
