@@ -26,8 +26,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -273,6 +272,7 @@ def _fence_end(lines: list[str], i: int, fence: str, depth: int, column: int) ->
     return len(lines) - 1, False
 
 
+_LIST_START = frozenset(" -*+0123456789")
 _REAL_UNTRUSTED = re.compile(r"[ \t]*::UNTRUSTED\{")
 _REAL_END_UNTRUSTED = re.compile(r"[ \t]*::END_UNTRUSTED(?![A-Za-z0-9_])")
 # Lines that may start a quotation (or an echoed block); none of them: nothing is quoted.
@@ -284,16 +284,19 @@ def _quoting(lines: list[str]) -> list[str | None]:
     or None where it is written. Linear: each line is looked at a bounded number of times."""
     n = len(lines)
     why: list[str | None] = [None] * n
-    if _MAY_QUOTE.search("\n".join(lines)) is None:
+    text = "\n".join(lines)
+    if _MAY_QUOTE.search(text) is None:
         return why
-    ends = [k for k, line in enumerate(lines) if _REAL_END_UNTRUSTED.match(line)]
+    ends = []
+    if "::END_UNTRUSTED" in text:
+        ends = [k for k, line in enumerate(lines) if _REAL_END_UNTRUSTED.match(line)]
     next_end = 0
     in_list, after_blank, after_code = False, True, False
     i = 0
     while i < n:
         line = lines[i]
-        depth, rest = _unquote(line)
-        opener = _fence_opener(rest)
+        depth, rest = _unquote(line) if ">" in line[:4] else (0, line)
+        opener = _fence_opener(rest) if "```" in rest or "~~~" in rest else None
         if opener is not None:
             end, closed = _fence_end(lines, i, opener[0], depth, opener[1])
             for k in range(i, end + 1):
@@ -308,7 +311,7 @@ def _quoting(lines: list[str]) -> list[str | None]:
             continue
         if depth:
             why[i] = BLOCKQUOTE
-        elif _REAL_UNTRUSTED.match(line):
+        elif ends and _REAL_UNTRUSTED.match(line):
             while next_end < len(ends) and ends[next_end] <= i:
                 next_end += 1
             if next_end < len(ends):  # closed: the echo is quoted, its marker lines too
@@ -317,14 +320,14 @@ def _quoting(lines: list[str]) -> list[str | None]:
                 i, after_blank, after_code = end + 1, False, False
                 continue
         blank = not line.strip()
-        code = not (blank or depth or in_list) and _columns(line) >= 4
-        code = code and (after_blank or after_code)
+        indent = _columns(line) if line[:1] in " \t" else 0
+        code = not (blank or depth or in_list) and indent >= 4 and (after_blank or after_code)
         if code:
             why[i] = INDENTED
         if not (blank or depth):
-            if _LIST_ITEM.match(line):
+            if line[:1] in _LIST_START and _LIST_ITEM.match(line):
                 in_list = True
-            elif after_blank and _columns(line) == 0:
+            elif after_blank and indent == 0:
                 in_list = False  # a paragraph at the margin after a blank line ends a list
         after_blank, after_code = blank, code or (after_code and blank)
         i += 1
@@ -368,9 +371,9 @@ def _is_junk(ch: str) -> bool:
     return ch.isspace() or ch in "*_~`'\""
 
 
-@dataclass(frozen=True)
-class _Head:
-    """A STATUS/EVIDENCE name on a folded line and what stands around it."""
+class _Head(NamedTuple):
+    """A declaration name on a folded line and what stands around it (a tuple: one is
+    made per name on every line read, and a frozen dataclass is slower to make)."""
 
     start: int  # first character: the first colon before the name, else the name
     name: str
@@ -777,6 +780,9 @@ _RUNTIME_NAME = re.compile(
 )
 
 
+_NOT_LETTER = re.compile(r"[^A-Z]")
+
+
 def _starts_statement(folded: str, head: _Head) -> bool:
     """Whether a head stands where a statement starts: what comes before its `::`, past
     emphasis marks, is the line's start, a space or punctuation; not a program's path
@@ -808,15 +814,18 @@ def runtime_declarations(text: str) -> list[tuple[int, str]]:
     (folded like claims: full-width, invisible and look-alike disguises count)."""
     found: list[tuple[int, str]] = []
     for layer in _layers(text):
-        for i, folded in enumerate(layer.folded):
-            if ":" not in folded or layer.quoted(i):
+        for i, line in enumerate(layer.folded):
+            # Cheap tests first: most lines name no runtime declaration at all.
+            heads = _find_heads(line, _RUNTIME_NAME) if ":" in line else []
+            if not heads or layer.quoted(i):
                 continue
-            line = layer.outside_code_spans(i)
-            for head in _find_heads(line, _RUNTIME_NAME):
+            if line != (outside := layer.outside_code_spans(i)):
+                line, heads = outside, _find_heads(outside, _RUNTIME_NAME)
+            for head in heads:
                 written = head.colons == 2 and _starts_statement(line, head)
                 if written and (
                     head.opener.startswith("{") or _opens_below(layer.folded, i, line, head)
                 ):
-                    found.append((i + 1, re.sub(r"[^A-Z]", "", head.name.upper())))
+                    found.append((i + 1, _NOT_LETTER.sub("", head.name.upper())))
     found.sort(key=lambda item: item[0])
     return found
