@@ -82,8 +82,22 @@ _FLUSH_BODY = re.compile(r"\s*[\"'*~`]*[A-Za-z_][\w\-]*[\"'*~`]*\s*[:=]")
 _TEMPORAL_PREFIX = re.compile(r"\s*T\[\d+\]")
 _MAX_SPAN = 20
 _FENCE = re.compile(r"^[\s>]*(?:[-*+]\s+|\d+[.)]\s+)?(?P<fence>`{3,}|~{3,})")
+# An echoed block's marker lines, past quote, list and emphasis marks: a marker named in
+# prose ("the ::UNTRUSTED block says…", `::UNTRUSTED`) opens nothing, else an honest
+# agent's own claim after it would never be strict; and a marker inside a content line
+# ("x ::END_UNTRUSTED") closes nothing, else an echoed injection could end its block.
+_LINE_MARKS = " \t>*_~"
+_LIST_MARK = re.compile(r"(?:[-*+]|\d{1,9}[.)])\s")
 _UNTRUSTED_OPEN = re.compile(r"::\s*UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
 _UNTRUSTED_CLOSE = re.compile(r"::\s*END_UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+def _line_starts(marker: re.Pattern[str], folded: str) -> bool:
+    rest = folded.lstrip(_LINE_MARKS)
+    item = _LIST_MARK.match(rest)
+    if item is not None:
+        rest = rest[item.end() :].lstrip(_LINE_MARKS)
+    return marker.match(rest) is not None
 
 
 def _normal_key(raw: str) -> str:
@@ -183,10 +197,10 @@ def _context_flags(folded_lines: list[str]) -> Iterator[tuple[bool, bool]]:
                 fence = marker
             elif marker[0] == fence[0] and len(marker) >= len(fence):
                 fence = None
-        if _UNTRUSTED_OPEN.search(line):
+        if _line_starts(_UNTRUSTED_OPEN, line):
             untrusted = True
         in_untrusted = untrusted
-        if _UNTRUSTED_CLOSE.search(line):
+        if _line_starts(_UNTRUSTED_CLOSE, line):
             untrusted = False
         yield in_fence, in_untrusted
 
@@ -287,7 +301,7 @@ def _quoting(lines: list[str]) -> list[str | None]:
     text = "\n".join(lines)
     if _MAY_QUOTE.search(text) is None:
         return why
-    ends = []
+    ends: list[int] = []
     if "::END_UNTRUSTED" in text:
         ends = [k for k, line in enumerate(lines) if _REAL_END_UNTRUSTED.match(line)]
     next_end = 0
@@ -350,18 +364,17 @@ def _without_code_spans(line: str) -> str:
     index = 0
     while index < len(runs):
         start, end = runs[index]
-        if start >= last:
-            j = start
-            while j > last and line[j - 1] == "\\":
-                j -= 1
-            opening = start + (start - j) % 2  # an escaped backtick is literal
-            candidates = by_length.get(end - opening, [])
-            closer = bisect.bisect_right(candidates, index)
-            if end > opening and closer < len(candidates):
-                kept += [line[last:opening], " "]
-                last = runs[candidates[closer]][1]
-                index = candidates[closer] + 1
-                continue
+        j = start
+        while j > last and line[j - 1] == "\\":
+            j -= 1
+        opening = start + (start - j) % 2  # an escaped backtick is literal
+        candidates = by_length.get(end - opening, [])
+        closer = bisect.bisect_right(candidates, index)
+        if end > opening and closer < len(candidates):
+            kept += [line[last:opening], " "]
+            last = runs[candidates[closer]][1]
+            index = candidates[closer] + 1  # the runs inside the span are its text
+            continue
         index += 1
     kept.append(line[last:])
     return "".join(kept)
@@ -790,7 +803,7 @@ def _starts_statement(folded: str, head: _Head) -> bool:
     j = head.start - 1
     while j >= 0 and folded[j] in "*_~":
         j -= 1
-    return j < 0 or not (folded[j].isalnum() or folded[j] in "_>")
+    return j < 0 or not (folded[j].isalnum() or folded[j] == ">")
 
 
 def _opens_below(folded_lines: list[str], i: int, line: str, head: _Head) -> bool:
