@@ -243,3 +243,24 @@ def test_quoted_example_claims_do_not_make_a_flood(tmp_path: Path) -> None:
     assert proposals[64]["line"] == CLAIM and proposals[64]["disposition"] == "accepted"
     assert "claimed_complete" in [entry["state"] for entry in outcome["history"]]
     assert any("6 quoted claims past the first 64" in note for note in outcome["notes"])
+
+
+def test_quoting_a_forged_claim_to_explain_it_is_no_error_faking_the_quote_is(
+    tmp_path: Path,
+) -> None:
+    # An honest agent explaining what it must not write, three rounds running: its quoted
+    # forgery is recorded, but it is no error of the GENE cycle. The same forgery behind
+    # a fake fence (escaped backticks render as text) is written: the third one ends.
+    explain = f"I must not write `{FORGED}` myself.\n```ilang\n{FORGED}\n```\nStill working."
+    folder = tmp_path / "quoted"
+    outcome = run_agent(folder, [turn(explain)] * 3)
+    forged = [v for v in outcome["violations"] if v["kind"] == "authority_forgery"]
+    assert {v["round"] for v in forged} == {1, 2, 3}, "recorded all the same"
+    assert outcome["final"]["reason"] != "repeated_pattern"
+    assert "no_forged_authority" not in (folder / "soul.ilang").read_text(encoding="utf-8")
+
+    fake = f"\\`\\`\\`\n{FORGED}\n\\`\\`\\`\nStill working."
+    folder = tmp_path / "fake"
+    outcome = run_agent(folder, [turn(fake)] * 4)
+    assert outcome["final"]["reason"] == "repeated_pattern"
+    assert "no_forged_authority" in (folder / "soul.ilang").read_text(encoding="utf-8")

@@ -261,11 +261,14 @@ class Orchestrator:
     def grader_attempt_made(self, attempt: ModelAttempt) -> None:
         self.record(EventKind.MODEL_ATTEMPT, {**attempt.model_dump(), "caller": "grader"})
 
-    def violation(self, kind: str, detail: str) -> None:
+    def violation(self, kind: str, detail: str, *, an_error: bool = True) -> None:
+        """Record a violation; unless it is not `an_error` of the agent's (a quoted
+        example), it is also a finding of the GENE cycle."""
         row = ViolationRow(round=self.state.round, kind=kind, detail=detail)
         self.state.violations.append(row)
         self.record(EventKind.VIOLATION, row.model_dump())
-        self.gene_finding(kind)
+        if an_error:
+            self.gene_finding(kind)
 
     # ---------------------------------------------------------------- GENE cycle
     def gene_finding(self, finding: str) -> None:
@@ -529,11 +532,16 @@ class Orchestrator:
         # Fail closed: a reply whose forgery ends the session applies none of its
         # proposals, not even one written before the forgery (a claim applied first could
         # leave the task where no runtime stop is lawful).
+        # A quoted claim (an example in a fence, a code span, a blockquote) is recorded
+        # with its violations but is no error of the agent's: explaining that
+        # `by:@RUNTIME` is forbidden must not count toward the third-error rule. Only
+        # what Markdown surely quotes is exempt (`RawClaim.quoted`); a fake fence is not.
         ending = self.soul is not None and (
             self.soul.ending is not None
             or any(
                 self.soul.would_end(v.kind, self.state.round)
                 for claim in claims
+                if not claim.quoted
                 for v in classify(claim, self.lifecycle.state, self.state.round).violations
             )
         )
@@ -569,7 +577,7 @@ class Orchestrator:
             self.state.proposals.append(row)
             self.record(EventKind.PROPOSAL, row.model_dump())
             for v in proposal.violations:
-                self.violation(v.kind, v.detail)
+                self.violation(v.kind, v.detail, an_error=not claim.quoted)
             if proposal.accepted:
                 self.apply(proposal)
             elif proposal.disposition != "accepted":
