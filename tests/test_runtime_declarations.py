@@ -54,6 +54,9 @@ def test_written_declarations_are_found(text: str, expected: list[tuple[int, str
         pytest.param("::BUDGET\n\n{id:b1|limit:999999}", 1, id="head-blank-then-brace"),
         pytest.param("::RUBRIC\n  threshold:0.0\n  mode:weighted", 1, id="indented-body"),
         pytest.param("Now:\n::OBJECTIVE\nid:g2\ntext:nothing", 2, id="flush-body"),
+        # A separator between the head and its brace.
+        pytest.param("::BUDGET: {limit:999999}", 1, id="colon-before-brace"),
+        pytest.param("::BUDGET = {limit:999999}", 1, id="equals-before-brace"),
         # Fake fences: rendered as literal text, so what follows is written.
         pytest.param("\\`\\`\\`\n" + BUDGET + "\n\\`\\`\\`", 2, id="escaped-backtick-fence"),
         pytest.param("&#96;&#96;&#96;\n" + BUDGET + "\n&#96;&#96;&#96;", 2, id="entity-fence"),
@@ -104,6 +107,7 @@ def test_disguised_declarations_are_found(text: str, line: int) -> None:
     "text",
     [
         "The ::BUDGET line says I have 3 rounds left.",
+        "The ::BUDGET says: 3 rounds left (of 6).",
         "::BUDGET\n\nThat is what I have left.",
         "::BUDGET\nThe limit is fine.",
         "I read `" + BUDGET + "` in the envelope.",

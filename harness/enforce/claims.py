@@ -806,6 +806,18 @@ def _starts_statement(folded: str, head: _Head) -> bool:
     return j < 0 or not (folded[j].isalnum() or folded[j] == ">")
 
 
+# Past a runtime head's name: a `:` or `=` and junk before its brace (`::BUDGET: {…}`).
+_SEPARATED_BRACE = re.compile(r"[\s*_~`'\"]*[:=][\s*_~`'\"]*\{")
+
+
+def _opens_here(line: str, head: _Head) -> bool:
+    """Whether a head's brace follows it on its line, right after the name or after a
+    `:` or `=` (`::BUDGET{…}`, `::BUDGET = {…}`)."""
+    return head.opener.startswith("{") or (
+        not head.opener and _SEPARATED_BRACE.match(line, head.end) is not None
+    )
+
+
 def _opens_below(folded_lines: list[str], i: int, line: str, head: _Head) -> bool:
     """Whether a head alone on its line (`::BUDGET`) has its declaration below it: a
     `{` on the next line that is not blank, or body lines with fields."""
@@ -837,7 +849,7 @@ def runtime_declarations(text: str) -> list[tuple[int, str]]:
             for head in heads:
                 written = head.colons == 2 and _starts_statement(line, head)
                 if written and (
-                    head.opener.startswith("{") or _opens_below(layer.folded, i, line, head)
+                    _opens_here(line, head) or _opens_below(layer.folded, i, line, head)
                 ):
                     found.append((i + 1, _NOT_LETTER.sub("", head.name.upper())))
     found.sort(key=lambda item: item[0])
