@@ -197,10 +197,11 @@ def _context_flags(folded_lines: list[str]) -> Iterator[tuple[bool, bool]]:
                 fence = marker
             elif marker[0] == fence[0] and len(marker) >= len(fence):
                 fence = None
-        if _line_starts(_UNTRUSTED_OPEN, line):
+        marked = ":" in line  # both markers start with `::`
+        if marked and _line_starts(_UNTRUSTED_OPEN, line):
             untrusted = True
         in_untrusted = untrusted
-        if _line_starts(_UNTRUSTED_CLOSE, line):
+        if marked and _line_starts(_UNTRUSTED_CLOSE, line):
             untrusted = False
         yield in_fence, in_untrusted
 
