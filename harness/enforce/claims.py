@@ -18,7 +18,9 @@ let a disguised claim go unrecorded. Detection errs towards the former (fail clo
 
 Only agent text may be given to this reader (claims are read from the agent channel
 only). A declaration inside a code block, inline code or an echoed `::UNTRUSTED` block is
-still the agent's text: it is still a claim, but never a strict one.
+still the agent's text: it is still a claim, but never a strict one. Where Markdown, as
+the text is written, surely renders it as a quotation, it is also marked `quoted` (an
+example, not a claim the agent makes: see `_quoting`).
 """
 
 from __future__ import annotations
