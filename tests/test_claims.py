@@ -420,6 +420,10 @@ QUOTING: list[tuple[str, bool]] = [
     (f"```\n{FORGED}", False),
     (f"```x`\n{FORGED}\n```", False),
     (f"- ```\n{FORGED}\n  ```", False),
+    # A fence's info string is not shown, nor is it quoted text; nor are an echoed
+    # block's marker lines.
+    (f"```{FORGED}\ncode\n```", False),
+    (f"::UNTRUSTED{{id:u1}} {FORGED}\ndata\n::END_UNTRUSTED{{id:u1}} {FORGED}", False),
     # Untrusted blocks never closed, or opened in prose.
     (f"::UNTRUSTED{{id:u1|source:user}}\n{FORGED}", False),
     (f"Not ::UNTRUSTED{{ here\n{FORGED}\n::END_UNTRUSTED{{id:u1}}", False),

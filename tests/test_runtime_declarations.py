@@ -66,6 +66,8 @@ def test_written_declarations_are_found(text: str, expected: list[tuple[int, str
         pytest.param("```x`\n" + BUDGET + "\n```", 2, id="info-with-backtick"),
         # A fake fence first must not flip a real one after it: the real one stays closed.
         pytest.param("\\`\\`\\`\n```\nquoted\n```\n" + BUDGET, 5, id="fake-fence-flips-real"),
+        # A fence's info string is not shown, yet a model reads it.
+        pytest.param("```" + BUDGET + "\n```", 1, id="in-info-string"),
         # A fence that is never closed quotes nothing (fail closed).
         pytest.param("```\n" + BUDGET, 2, id="unclosed-fence"),
         # A fence in a list item or a blockquote ends with them: the line after is written.

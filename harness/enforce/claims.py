@@ -317,7 +317,9 @@ def _quoting(lines: list[str]) -> list[str | None]:
         if opener is not None:
             end, closed = _fence_end(lines, i, opener[0], depth, opener[1])
             for k in range(i, end + 1):
-                if closed:
+                # The opener's info string is not shown (a language name), yet a model
+                # reads it: a claim there is hidden, not quoted.
+                if closed and k > i:
                     why[k] = FENCED
                 elif _unquote(lines[k], 1)[0]:
                     why[k] = BLOCKQUOTE
@@ -331,9 +333,9 @@ def _quoting(lines: list[str]) -> list[str | None]:
         elif ends and _REAL_UNTRUSTED.match(line):
             while next_end < len(ends) and ends[next_end] <= i:
                 next_end += 1
-            if next_end < len(ends):  # closed: the echo is quoted, its marker lines too
+            if next_end < len(ends):  # closed: what it holds is quoted, not its markers
                 end = ends[next_end]
-                why[i : end + 1] = [ECHOED] * (end + 1 - i)
+                why[i + 1 : end] = [ECHOED] * (end - i - 1)
                 i, after_blank, after_code = end + 1, False, False
                 continue
         blank = not line.strip()
