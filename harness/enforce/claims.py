@@ -18,15 +18,17 @@ let a disguised claim go unrecorded. Detection errs towards the former (fail clo
 
 Only agent text may be given to this reader (claims are read from the agent channel
 only). A declaration inside a code block, inline code or an echoed `::UNTRUSTED` block is
-still the agent's text: it is still a claim, but never a strict one.
+still the agent's text: it is still a claim, but never a strict one. Where Markdown, as
+the text is written, surely renders it as a quotation, it is also marked `quoted` (an
+example, not a claim the agent makes: see `_quoting`).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -82,8 +84,22 @@ _FLUSH_BODY = re.compile(r"\s*[\"'*~`]*[A-Za-z_][\w\-]*[\"'*~`]*\s*[:=]")
 _TEMPORAL_PREFIX = re.compile(r"\s*T\[\d+\]")
 _MAX_SPAN = 20
 _FENCE = re.compile(r"^[\s>]*(?:[-*+]\s+|\d+[.)]\s+)?(?P<fence>`{3,}|~{3,})")
+# An echoed block's marker lines, past quote, list and emphasis marks: a marker named in
+# prose ("the ::UNTRUSTED block says…", `::UNTRUSTED`) opens nothing, else an honest
+# agent's own claim after it would never be strict; and a marker inside a content line
+# ("x ::END_UNTRUSTED") closes nothing, else an echoed injection could end its block.
+_LINE_MARKS = " \t>*_~"
+_LIST_MARK = re.compile(r"(?:[-*+]|\d{1,9}[.)])\s")
 _UNTRUSTED_OPEN = re.compile(r"::\s*UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
 _UNTRUSTED_CLOSE = re.compile(r"::\s*END_UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
+
+
+def _line_starts(marker: re.Pattern[str], folded: str) -> bool:
+    rest = folded.lstrip(_LINE_MARKS)
+    item = _LIST_MARK.match(rest)
+    if item is not None:
+        rest = rest[item.end() :].lstrip(_LINE_MARKS)
+    return marker.match(rest) is not None
 
 
 def _normal_key(raw: str) -> str:
@@ -149,11 +165,17 @@ class RawClaim(BaseModel):
     strict: bool = False
     malformations: tuple[str, ...] = ()
     ambiguities: tuple[str, ...] = ()
+    # Markdown (or an echoed ::UNTRUSTED block) surely renders it as a quotation
+    # (`_quoting`, `_inline_quoted`): an example, not a claim the agent makes. It is still
+    # read and never strict; it only does not count toward a reply's claim cap.
+    quoted: bool = False
 
     @model_validator(mode="after")
     def _strict_means_no_defects(self) -> RawClaim:
         if self.strict == bool(self.malformations or self.ambiguities):
             raise ValueError("strict must be true exactly when no defect is recorded")
+        if self.strict and self.quoted:
+            raise ValueError("a quoted claim is never strict")
         return self
 
     def values(self, key: str) -> tuple[str, ...]:
@@ -177,21 +199,199 @@ def _context_flags(folded_lines: list[str]) -> Iterator[tuple[bool, bool]]:
                 fence = marker
             elif marker[0] == fence[0] and len(marker) >= len(fence):
                 fence = None
-        if _UNTRUSTED_OPEN.search(line):
+        marked = ":" in line  # both markers start with `::`
+        if marked and _line_starts(_UNTRUSTED_OPEN, line):
             untrusted = True
         in_untrusted = untrusted
-        if _UNTRUSTED_CLOSE.search(line):
+        if marked and _line_starts(_UNTRUSTED_CLOSE, line):
             untrusted = False
         yield in_fence, in_untrusted
+
+
+# ---------------------------------------------------------------------------- quoting
+#
+# Two readings of "quoted". `_context_flags` reads the folded copy, where a fence is
+# anything that looks like one once escapes, entities and invisible characters are gone
+# (`\`\`\``, `&#96;&#96;&#96;`, a zero-width space before ```): over-inclusive, as it
+# must be for strictness (a claim that may be quoted is never strict). Exempting a quote
+# (from the claim cap, from the runtime-declaration audit) needs the opposite reading:
+# only what Markdown, as written, surely renders as a quotation (a closed fence, a
+# blockquote, an indented code block, a code span) or an echoed ::UNTRUSTED block that is
+# closed. Every doubt there (an unclosed fence, a fence whose list item or blockquote
+# ended, a disguised fence or block marker) reads as written: fail closed.
+
+FENCED = "inside a fenced code block"
+ECHOED = "inside an echoed ::UNTRUSTED block"
+BLOCKQUOTE = "in a blockquote"
+INDENTED = "in an indented code block"
+INLINE = "in inline code"
+
+
+def _columns(line: str) -> int:
+    """The width of a line's indentation, a tab reaching the next multiple of four."""
+    width = 0
+    for ch in line:
+        if ch == " ":
+            width += 1
+        elif ch == "\t":
+            width += 4 - width % 4
+        else:
+            break
+    return width
+
+
+_QUOTE_MARK = re.compile(r" {0,3}> ?")
+
+
+def _unquote(line: str, depth: int | None = None) -> tuple[int, str]:
+    """(blockquote depth, the rest): at most `depth` `>` markers taken off (all of them
+    when `depth` is None)."""
+    taken = 0
+    while depth is None or taken < depth:
+        mark = _QUOTE_MARK.match(line)
+        if mark is None:
+            break
+        taken, line = taken + 1, line[mark.end() :]
+    return taken, line
+
+
+_LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?: +|$)")
+_REAL_FENCE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)")
+
+
+def _fence_opener(rest: str) -> tuple[str, int] | None:
+    """(fence, column of its content) when `rest` (a line less its `>` markers) opens a
+    fenced code block, possibly after a list marker."""
+    column = 0
+    item = _LIST_ITEM.match(rest)
+    if item is not None:
+        column, rest = item.end(), rest[item.end() :]
+    opener = _REAL_FENCE.match(rest)
+    if opener is None:
+        return None
+    fence = opener["fence"]
+    if fence[0] == "`" and "`" in opener["info"]:
+        return None  # CommonMark: inline code, not a fence (```x` is a code span)
+    return fence, column + _columns(rest)
+
+
+def _fence_end(lines: list[str], i: int, fence: str, depth: int, column: int) -> tuple[int, bool]:
+    """Where the fence opened on line `i` ends: (index of its last line, whether a closing
+    fence closed it). Not closed: a line left the opener's blockquote or list item (its
+    index is returned less one) or the text ended; what it held then reads as written."""
+    closer = re.compile(rf" *{re.escape(fence[0])}{{{len(fence)},}} *")
+    for k in range(i + 1, len(lines)):
+        taken, rest = _unquote(lines[k], depth)
+        if taken < depth or (rest.strip() and _columns(rest) < column):
+            return k - 1, False
+        if closer.fullmatch(rest):
+            return k, True
+    return len(lines) - 1, False
+
+
+_LIST_START = frozenset(" -*+0123456789")
+_REAL_UNTRUSTED = re.compile(r"[ \t]*::UNTRUSTED\{")
+_REAL_END_UNTRUSTED = re.compile(r"[ \t]*::END_UNTRUSTED(?![A-Za-z0-9_])")
+# Lines that may start a quotation (or an echoed block); none of them: nothing is quoted.
+_MAY_QUOTE = re.compile(r"```|~~~|(?:^|\n)(?:[ \t]*>| {4}|\t)|::UNTRUSTED\{")
+
+
+def _quoting(lines: list[str]) -> list[str | None]:
+    """Per original line: how Markdown (or an echoed ::UNTRUSTED block) surely quotes it,
+    or None where it is written. Linear: each line is looked at a bounded number of times."""
+    n = len(lines)
+    why: list[str | None] = [None] * n
+    text = "\n".join(lines)
+    if _MAY_QUOTE.search(text) is None:
+        return why
+    ends: list[int] = []
+    if "::END_UNTRUSTED" in text:
+        ends = [k for k, line in enumerate(lines) if _REAL_END_UNTRUSTED.match(line)]
+    next_end = 0
+    in_list, after_blank, after_code = False, True, False
+    i = 0
+    while i < n:
+        line = lines[i]
+        depth, rest = _unquote(line) if ">" in line[:4] else (0, line)
+        opener = _fence_opener(rest) if "```" in rest or "~~~" in rest else None
+        if opener is not None:
+            end, closed = _fence_end(lines, i, opener[0], depth, opener[1])
+            for k in range(i, end + 1):
+                # The opener's info string is not shown (a language name), yet a model
+                # reads it: a claim there is hidden, not quoted.
+                if closed and k > i:
+                    why[k] = FENCED
+                elif _unquote(lines[k], 1)[0]:
+                    why[k] = BLOCKQUOTE
+            if not closed and end == n - 1:
+                break  # unclosed to the end: all of it reads as written
+            # After a closed fence no paragraph goes on: an indented line is code.
+            i, after_blank, after_code = end + 1, closed, False
+            continue
+        if depth:
+            why[i] = BLOCKQUOTE
+        elif ends and _REAL_UNTRUSTED.match(line):
+            while next_end < len(ends) and ends[next_end] <= i:
+                next_end += 1
+            if next_end < len(ends):  # closed: what it holds is quoted, not its markers
+                end = ends[next_end]
+                why[i + 1 : end] = [ECHOED] * (end - i - 1)
+                i, after_blank, after_code = end + 1, False, False
+                continue
+        blank = not line.strip()
+        indent = _columns(line) if line[:1] in " \t" else 0
+        code = not (blank or depth or in_list) and indent >= 4 and (after_blank or after_code)
+        if code:
+            why[i] = INDENTED
+        if not (blank or depth):
+            if line[:1] in _LIST_START and _LIST_ITEM.match(line):
+                in_list = True
+            elif after_blank and indent == 0:
+                in_list = False  # a paragraph at the margin after a blank line ends a list
+        after_blank, after_code = blank, code or (after_code and blank)
+        i += 1
+    return why
+
+
+_BACKTICKS = re.compile(r"`+")
+
+
+def _without_code_spans(line: str) -> str:
+    """`line` with each code span (as CommonMark reads the original: a run of backticks
+    not escaped by a backslash, closed by the next run of the same length) replaced by a
+    space. Escaped backticks and `&#96;` are literal text, never a span."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(line)]
+    by_length: dict[int, list[int]] = {}
+    for index, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(index)
+    kept: list[str] = []
+    last = 0
+    index = 0
+    while index < len(runs):
+        start, end = runs[index]
+        j = start
+        while j > last and line[j - 1] == "\\":
+            j -= 1
+        opening = start + (start - j) % 2  # an escaped backtick is literal
+        candidates = by_length.get(end - opening, [])
+        closer = bisect.bisect_right(candidates, index)
+        if end > opening and closer < len(candidates):
+            kept += [line[last:opening], " "]
+            last = runs[candidates[closer]][1]
+            index = candidates[closer] + 1  # the runs inside the span are its text
+            continue
+        index += 1
+    kept.append(line[last:])
+    return "".join(kept)
 
 
 def _is_junk(ch: str) -> bool:
     return ch.isspace() or ch in "*_~`'\""
 
 
-@dataclass(frozen=True)
-class _Head:
-    """A STATUS/EVIDENCE name on a folded line and what stands around it."""
+class _Head(NamedTuple):
+    """A declaration name on a folded line and what stands around it (a tuple: one is
+    made per name on every line read, and a frozen dataclass is slower to make)."""
 
     start: int  # first character: the first colon before the name, else the name
     name: str
@@ -201,9 +401,9 @@ class _Head:
     next_char: str  # the first character after the name and its junk ("" at line end)
 
 
-def _find_heads(folded: str) -> list[_Head]:
+def _find_heads(folded: str, names: re.Pattern[str] = _NAME) -> list[_Head]:
     heads: list[_Head] = []
-    for match in _NAME.finditer(folded):
+    for match in names.finditer(folded):
         start, colons = match.start(), 0
         j = match.start() - 1
         while j >= max(0, match.start() - _LOOKBACK) and colons < 2:
@@ -461,19 +661,56 @@ def _tag_decoded(line: str) -> str:
     return "".join(chr(ord(ch) - _TAG_OFFSET) for ch in line if _TAG_FIRST <= ord(ch) <= _TAG_LAST)
 
 
+class _Layer:
+    """One layer of a reply, line for line: as written, folded, and how each line is
+    quoted (worked out only when a line needs it: most replies quote nothing)."""
+
+    def __init__(self, originals: list[str], *, hidden: bool) -> None:
+        self.originals = originals
+        self.folded = [fold(line) for line in originals]
+        # Nothing in the invisible layer is quoted: a fence there renders as nothing, and
+        # an agent that hides text has no example to show (fail closed).
+        self.hidden = hidden
+        self._quoting: list[str | None] | None = None
+
+    def quoted(self, i: int) -> str | None:
+        """How line `i` as a whole is surely quoted (None: written)."""
+        if self.hidden:
+            return None
+        if self._quoting is None:
+            self._quoting = _quoting(self.originals)
+        return self._quoting[i]
+
+    def outside_code_spans(self, i: int) -> str:
+        """Line `i` folded, less its code spans."""
+        original = self.originals[i]
+        if self.hidden or "`" not in original:
+            return self.folded[i]
+        return fold(_without_code_spans(original))
+
+
+def _layers(text: str) -> Iterator[_Layer]:
+    """The visible text, then, when there is one, the layer spelled in tag characters."""
+    originals = _split_lines(text)
+    yield _Layer(originals, hidden=False)
+    if _TAG_CHAR.search(text) is None:  # the usual case: no hidden layer to read
+        return
+    hidden = [_tag_decoded(line) for line in originals]
+    if any(hidden):
+        yield _Layer(hidden, hidden=True)
+
+
 def read_claims(text: str) -> list[RawClaim]:
     """Every `::STATUS` / `::EVIDENCE` claim in `text` (agent text only), in order.
 
-    Claims spelled in invisible tag characters are claims too, never strict ones: each
-    keeps the line as the agent wrote it and says what it hid.
+    Claims spelled in invisible tag characters are claims too, never strict or quoted
+    ones: each keeps the line as the agent wrote it and says what it hid.
     """
-    claims = _read_visible(text)
-    if _TAG_CHAR.search(text) is None:  # the usual case: no hidden layer to read
-        return claims
-    originals = _split_lines(text)
-    hidden = [_tag_decoded(line) for line in originals]
-    if any(hidden):
-        for claim in _read_visible("\n".join(hidden)):
+    visible, *hidden = _layers(text)
+    claims = _read_layer(visible)
+    for layer in hidden:
+        originals = visible.originals
+        for claim in _read_layer(layer):
             lines = originals[claim.lineno - 1 : claim.lineno - 1 + claim.line.count("\n") + 1]
             why = f"hidden in invisible Unicode tag characters: {claim.line!r}"
             data = claim.model_dump()
@@ -487,9 +724,16 @@ def read_claims(text: str) -> list[RawClaim]:
     return claims
 
 
-def _read_visible(text: str) -> list[RawClaim]:
-    originals = _split_lines(text)
-    folded_lines = [fold(line) for line in originals]
+def _inline_quoted(layer: _Layer, i: int) -> bool:
+    """Whether every claim line `i` starts stands in a code span (`` `::STATUS{…}` ``)."""
+    if "`" not in layer.originals[i]:
+        return False
+    outside = layer.outside_code_spans(i)
+    return outside != layer.folded[i] and not _claims_on(outside)[0]
+
+
+def _read_layer(layer: _Layer) -> list[RawClaim]:
+    originals, folded_lines = layer.originals, layer.folded
     contexts = list(_context_flags(folded_lines))
     claims: list[RawClaim] = []
     i = 0
@@ -502,9 +746,18 @@ def _read_visible(text: str) -> list[RawClaim]:
         in_fence, in_untrusted = contexts[i]
         context: list[str] = []
         if in_fence:
-            context.append("inside a fenced code block")
+            context.append(FENCED)
         if in_untrusted:
-            context.append("inside an echoed ::UNTRUSTED block")
+            context.append(ECHOED)
+        # A bare head's claim is its fields below it: a head in a code span over written
+        # fields is not a quotation.
+        quoted = layer.quoted(i) or (
+            INLINE if mode != "bare" and _inline_quoted(layer, i) else None
+        )
+        if quoted is not None and quoted not in context:
+            # Markdown as written quotes it even where the folded copy sees no fence (a
+            # fake fence before a real one flips the folded copy's reading).
+            context.append(quoted)
         if mode == "headless":
             context.append("has no declaration head")
         if mode == "bare":
@@ -526,7 +779,8 @@ def _read_visible(text: str) -> list[RawClaim]:
             continue
         for k, (kind, positional, fields) in enumerate(found):
             lines = originals[i:end] if k == len(found) - 1 else [originals[i]]
-            claims.append(_build(kind, lines, i + 1, positional, fields, context))
+            claim = _build(kind, lines, i + 1, positional, fields, context)
+            claims.append(claim.model_copy(update={"quoted": True}) if quoted else claim)
         i = end
     return claims
 
@@ -534,22 +788,74 @@ def _read_visible(text: str) -> list[RawClaim]:
 # The declarations only the runtime or the principal writes (v4 §2, §3, §5): an agent's
 # ::BUDGET, ::RUBRIC or ::OBJECTIVE is never read as one (only ::STATUS and ::EVIDENCE
 # are the agent's proposals), but writing one is an attempt on the runtime's authority
-# and is recorded as such. Quoting is not writing: lines inside a code fence or an echoed
-# ::UNTRUSTED block, and inline code spans, are left alone.
-_RUNTIME_DECLARATION = re.compile(r"::\s*(BUDGET|RUBRIC|OBJECTIVE)\s*\{", re.IGNORECASE)
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+# and is recorded as such. They are found as claims are (`_find_heads` on the folded
+# copy, the hidden tag layer too), but quoting is not writing: what Markdown surely
+# quotes (`_quoting`, code spans) is left alone.
+_RUNTIME_NAME = re.compile(
+    rf"(?<![A-Za-z0-9])(?P<name>{_spaced('budget')}|{_spaced('rubric')}|{_spaced('objective')})"
+    r"(?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+
+
+_NOT_LETTER = re.compile(r"[^A-Z]")
+
+
+def _starts_statement(folded: str, head: _Head) -> bool:
+    """Whether a head stands where a statement starts: what comes before its `::`, past
+    emphasis marks, is the line's start, a space or punctuation; not a program's path
+    (`cost::Budget{100}`, `Vec<T>::Budget{…}`)."""
+    j = head.start - 1
+    while j >= 0 and folded[j] in "*_~":
+        j -= 1
+    return j < 0 or not (folded[j].isalnum() or folded[j] == ">")
+
+
+# Past a runtime head's name: a `:` or `=` and junk before its brace (`::BUDGET: {…}`).
+_SEPARATED_BRACE = re.compile(r"[\s*_~`'\"]*[:=][\s*_~`'\"]*\{")
+
+
+def _opens_here(line: str, head: _Head) -> bool:
+    """Whether a head's brace follows it on its line, right after the name or after a
+    `:` or `=` (`::BUDGET{…}`, `::BUDGET = {…}`)."""
+    return head.opener.startswith("{") or (
+        not head.opener and _SEPARATED_BRACE.match(line, head.end) is not None
+    )
+
+
+def _opens_below(folded_lines: list[str], i: int, line: str, head: _Head) -> bool:
+    """Whether a head alone on its line (`::BUDGET`) has its declaration below it: a
+    `{` on the next line that is not blank, or body lines with fields."""
+    if head.opener or any(ch.isalnum() for ch in line[: head.start]):
+        return False
+    if any(not _is_junk(ch) and ch not in ":=" for ch in line[head.end :]):
+        return False
+    k = i + 1
+    while k < len(folded_lines) and not folded_lines[k].strip():
+        k += 1
+    if k < len(folded_lines) and folded_lines[k].lstrip(" *_~>").startswith("{"):
+        return True
+    end = _body_end(folded_lines, i, unclosed=False)
+    return any(_parse_fields(folded_lines[j])[1] for j in range(i + 1, end))
 
 
 def runtime_declarations(text: str) -> list[tuple[int, str]]:
     """`(line number, NAME)` of every runtime-only declaration the agent's `text` writes
     (folded like claims: full-width, invisible and look-alike disguises count)."""
-    folded_lines = [fold(line) for line in _split_lines(text)]
     found: list[tuple[int, str]] = []
-    for lineno, (line, (in_fence, in_untrusted)) in enumerate(
-        zip(folded_lines, _context_flags(folded_lines), strict=True), start=1
-    ):
-        if in_fence or in_untrusted or "::" not in line:
-            continue
-        for match in _RUNTIME_DECLARATION.finditer(_CODE_SPAN.sub("", line)):
-            found.append((lineno, match[1].upper()))
+    for layer in _layers(text):
+        for i, line in enumerate(layer.folded):
+            # Cheap tests first: most lines name no runtime declaration at all.
+            heads = _find_heads(line, _RUNTIME_NAME) if ":" in line else []
+            if not heads or layer.quoted(i):
+                continue
+            if line != (outside := layer.outside_code_spans(i)):
+                line, heads = outside, _find_heads(outside, _RUNTIME_NAME)
+            for head in heads:
+                written = head.colons == 2 and _starts_statement(line, head)
+                if written and (
+                    _opens_here(line, head) or _opens_below(layer.folded, i, line, head)
+                ):
+                    found.append((i + 1, _NOT_LETTER.sub("", head.name.upper())))
+    found.sort(key=lambda item: item[0])
     return found

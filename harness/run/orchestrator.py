@@ -261,11 +261,14 @@ class Orchestrator:
     def grader_attempt_made(self, attempt: ModelAttempt) -> None:
         self.record(EventKind.MODEL_ATTEMPT, {**attempt.model_dump(), "caller": "grader"})
 
-    def violation(self, kind: str, detail: str) -> None:
+    def violation(self, kind: str, detail: str, *, an_error: bool = True) -> None:
+        """Record a violation; unless it is not `an_error` of the agent's (a quoted
+        example), it is also a finding of the GENE cycle."""
         row = ViolationRow(round=self.state.round, kind=kind, detail=detail)
         self.state.violations.append(row)
         self.record(EventKind.VIOLATION, row.model_dump())
-        self.gene_finding(kind)
+        if an_error:
+            self.gene_finding(kind)
 
     # ---------------------------------------------------------------- GENE cycle
     def gene_finding(self, finding: str) -> None:
@@ -500,25 +503,45 @@ class Orchestrator:
             self.violation("runtime_declaration", detail)
             feedback.append(f"your {shown}{more} was ignored: {RUNTIME_ONLY}")
         claims = list(read_claims(reply.text))
-        if len(claims) > MAX_CLAIMS_PER_REPLY:
+        written = sum(not claim.quoted for claim in claims)
+        if written > MAX_CLAIMS_PER_REPLY:
             # A flood (a hostile endpoint is not bound by max_tokens): classifying and
             # recording every claim would cost minutes and gigabytes. Fail closed: none of
-            # them is applied, and the flood itself is what is recorded.
+            # them is applied, and the flood itself is what is recorded, an error of the
+            # agent's for the GENE cycle (the forgery it may hide is never classified).
+            # Only written claims count: an honest reply quoting examples keeps its own.
             detail = (
-                f"the reply holds {len(claims)} claims (at most {MAX_CLAIMS_PER_REPLY} are "
+                f"the reply holds {written} claims (at most {MAX_CLAIMS_PER_REPLY} are "
                 "read): none was applied"
             )
             self.violation("claim_flood", detail)
             feedback.append(f"your reply was not read for claims: {detail}")
             return feedback
+        quoted = [claim for claim in claims if claim.quoted]
+        if len(quoted) > MAX_CLAIMS_PER_REPLY:
+            # Quoted claims are never strict, so never applied; each is still recorded,
+            # but only so many: the same bound of work per reply as the written ones.
+            unread = {id(claim) for claim in quoted[MAX_CLAIMS_PER_REPLY:]}
+            claims = [claim for claim in claims if id(claim) not in unread]
+            why = (
+                f"{len(unread)} quoted claims past the first {MAX_CLAIMS_PER_REPLY} were not "
+                "read (a quoted claim is never applied)"
+            )
+            self.state.notes.append(f"round {self.state.round}: {why}")
+            feedback.append(f"in your reply, {why}")
         # Fail closed: a reply whose forgery ends the session applies none of its
         # proposals, not even one written before the forgery (a claim applied first could
         # leave the task where no runtime stop is lawful).
+        # A quoted claim (an example in a fence, a code span, a blockquote) is recorded
+        # with its violations but is no error of the agent's: explaining that
+        # `by:@RUNTIME` is forbidden must not count toward the third-error rule. Only
+        # what Markdown surely quotes is exempt (`RawClaim.quoted`); a fake fence is not.
         ending = self.soul is not None and (
             self.soul.ending is not None
             or any(
                 self.soul.would_end(v.kind, self.state.round)
                 for claim in claims
+                if not claim.quoted
                 for v in classify(claim, self.lifecycle.state, self.state.round).violations
             )
         )
@@ -554,7 +577,7 @@ class Orchestrator:
             self.state.proposals.append(row)
             self.record(EventKind.PROPOSAL, row.model_dump())
             for v in proposal.violations:
-                self.violation(v.kind, v.detail)
+                self.violation(v.kind, v.detail, an_error=not claim.quoted)
             if proposal.accepted:
                 self.apply(proposal)
             elif proposal.disposition != "accepted":

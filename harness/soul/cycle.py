@@ -46,8 +46,8 @@ class Correction(BaseModel):
 
 
 #: The runtime's own findings (violation kinds of the run record) and the GENE each adds.
-#: Forged authority, an escape attempt and a secret reach are boundary breaches (§3:
-#: "exceeds authority", "reveals protected information").
+#: Forged authority, an escape attempt, a secret reach and a flood of claims are boundary
+#: breaches (§3: "exceeds authority", "reveals protected information").
 RUNTIME_CORRECTIONS: dict[str, Correction] = {
     "authority_forgery": Correction(
         gene="no_forged_authority",
@@ -67,6 +67,15 @@ RUNTIME_CORRECTIONS: dict[str, Correction] = {
         error="boundary_breach",
         trait="never_read_print_or_send_credentials_keys_or_tokens",
         anti="reaching_a_secret_of_the_harness⇒boundary_breach",
+    ),
+    # A flood of claims is read as none (`MAX_CLAIMS_PER_REPLY`): without its own
+    # correction, 64 filler claims around a forged one would hide the forgery from the
+    # third-error rule. Exceeding what a reply may hold is exceeding authority.
+    "claim_flood": Correction(
+        gene="few_claims_per_reply",
+        error="boundary_breach",
+        trait="propose_one_STATUS_and_only_the_EVIDENCE_it_rests_on_in_a_reply",
+        anti="flooding_a_reply_with_claims⇒boundary_breach",
     ),
     "claim_rejected": Correction(
         gene="verify_before_claiming",
