@@ -68,7 +68,7 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="ilang-harness")
 def ilh() -> None:
     """ilang-harness: the model proposes, the runtime decides."""
-    from harness.cli.logs import configure_logging  # structlog: not for `ilh --help`
+    from harness.secrets.logs import configure_logging  # structlog: not for `ilh --help`
 
     configure_logging()
 
