@@ -35,11 +35,12 @@ STORE_OPTION = click.option(
 
 
 @contextmanager
-def open_store(path: Path) -> Iterator[RunStore]:
+def open_store(path: Path, *, writing: bool = False) -> Iterator[RunStore]:
     """The store at `path`; a missing or unusable store, an unknown run or an unusable
-    record key is one `error PATH: E500 …` line, exit 2."""
+    record key is one `error PATH: E500 …` line, exit 2. Unless `writing`, a store that
+    cannot be written (a read-only mount) is opened read-only: reading needs no more."""
     try:
-        store = RunStore(path, create=False)
+        store = RunStore(path, create=False, read_only_if_unwritable=not writing)
     except StoreError as err:
         raise BadInput(str(path), "E500", str(err)) from None
     try:
