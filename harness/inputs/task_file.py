@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -45,11 +46,40 @@ class TaskSection(Strict):
     workspace: str | None = None
 
 
+_WITHIN_LIMIT = ("used", "reserve_audit", "reserve_summary")
+
+
+def within_limit(value: float, info: ValidationInfo) -> float:
+    """`used` and the two reserves come out of `limit` (the ledger's remaining is limit −
+    used − reserve_audit − reserve_summary): past it, the run would stop before round 1
+    with nothing said about why. Checked key by key, in that order, so the error names
+    the key where the sum passed the limit. Reaching the limit exactly stays allowed,
+    as `limit = 0` is."""
+    limit = info.data.get("limit")
+    name = info.field_name
+    if limit is None or name is None:  # the limit itself was bad: that error is reported
+        return value
+    before = _WITHIN_LIMIT[: _WITHIN_LIMIT.index(name)]
+    if any(key not in info.data for key in before):
+        return value  # an earlier key was bad: that error is reported
+    total = sum(float(info.data[key]) for key in before) + float(value)
+    if total > limit:
+        counted = " + ".join([*(k for k in before if info.data[k]), name])
+        shown = f"{name} {total:g}" if counted == name else f"{counted} = {total:g}"
+        raise ValueError(
+            f"{shown} is more than limit {limit:g}: it leaves the run no budget "
+            "(it would stop before round 1)"
+        )
+    return value
+
+
 class CountBudget(Strict):
     limit: int = Field(ge=0)
     used: int = Field(default=0, ge=0)
     reserve_audit: int = Field(default=0, ge=0)
     reserve_summary: int = Field(default=0, ge=0)
+
+    _within_limit = field_validator(*_WITHIN_LIMIT)(within_limit)
 
 
 class TimeBudget(Strict):
@@ -57,6 +87,8 @@ class TimeBudget(Strict):
     used: Seconds = 0.0
     reserve_audit: Seconds = 0.0
     reserve_summary: Seconds = 0.0
+
+    _within_limit = field_validator(*_WITHIN_LIMIT)(within_limit)
 
 
 class BudgetSection(Strict):
