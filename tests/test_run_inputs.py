@@ -53,11 +53,10 @@ def run(folder: Path, task_text: str, agent_text: str = '{"text": "hi"}\n') -> t
          "budget.time.limit", "E303"),
         (GOOD.replace("[budget.rounds]", "[budget.time]\nlimit = 9\nused = nan\n"
                       "[budget.rounds]"), "budget.time.used", "E303"),
-        # Spent or set aside beyond the limit: the run would stop before round 1.
-        (GOOD.replace("limit = 2", "limit = 2\nused = 3"), "budget.rounds.used", "E303"),
+        # Set aside beyond the limit: the run would stop before round 1.
         (GOOD.replace("limit = 2", "limit = 2\nreserve_audit = 5"),
          "budget.rounds.reserve_audit", "E303"),
-        (GOOD.replace("limit = 2", "limit = 2\nused = 1\nreserve_summary = 2"),
+        (GOOD.replace("limit = 2", "limit = 2\nreserve_audit = 1\nreserve_summary = 2"),
          "budget.rounds.reserve_summary", "E303"),
         (GOOD.replace("[budget.rounds]", '[budget.time]\nlimit = "1m"\nreserve_audit = "2m"\n'
                       "[budget.rounds]"), "budget.time.reserve_audit", "E303"),
@@ -135,13 +134,26 @@ def test_arbitrary_task_text_never_crashes(tmp_path: Path, text: str) -> None:
     assert exit_code in (2, 3)
 
 
-def test_a_budget_set_aside_up_to_its_limit_is_accepted_beyond_it_named(tmp_path: Path) -> None:
-    """`used` and the reserves may add up to the limit (as `limit = 0` may be given);
-    beyond it the message names the key where the sum passed the limit, and the sum."""
+def test_reserves_up_to_the_limit_are_accepted_beyond_it_named(tmp_path: Path) -> None:
+    """The reserves may add up to the limit (as `limit = 0` may be given); beyond it the
+    message names the key where they passed the limit, and their sum."""
     exit_code, output = run(tmp_path, GOOD.replace("limit = 2", "limit = 3\nreserve_audit = 1"))
     assert exit_code != 2, output
-    over = GOOD.replace("limit = 2", "limit = 2\nused = 1\nreserve_audit = 2")
+    over = GOOD.replace("limit = 2", "limit = 2\nreserve_audit = 1\nreserve_summary = 2")
     exit_code, output = run(tmp_path, over)
     assert exit_code == 2, output
-    assert "budget.rounds.reserve_audit" in output and "E303" in output
-    assert "used + reserve_audit = 3" in output and "limit 2" in output
+    assert "budget.rounds.reserve_summary" in output and "E303" in output
+    assert "reserve_audit + reserve_summary = 3" in output and "limit 2" in output
+
+
+@pytest.mark.parametrize("used", ["used = 3", "used = 1\nreserve_audit = 2"])
+def test_used_past_the_limit_is_a_resumed_overrun_that_stops_at_once(
+    tmp_path: Path, used: str
+) -> None:
+    """A resumed task whose last round overran (conformance exec-0011, exec-0003): not
+    bad input; the run stops before its first model call, for the budget, and says so."""
+    exit_code, output = run(tmp_path, GOOD.replace("limit = 2", f"limit = 2\n{used}"))
+    assert exit_code == 3, output
+    result = json.loads(output)
+    assert (result["final"]["state"], result["ended_by"]) == ("stopped", "budget"), output
+    assert "budget exhausted before round 1: rounds (b1)" in result["notes"]

@@ -46,29 +46,34 @@ class TaskSection(Strict):
     workspace: str | None = None
 
 
-_WITHIN_LIMIT = ("used", "reserve_audit", "reserve_summary")
+_RESERVES = ("reserve_audit", "reserve_summary")
 
 
-def within_limit(value: float, info: ValidationInfo) -> float:
-    """`used` and the two reserves come out of `limit` (the ledger's remaining is limit −
-    used − reserve_audit − reserve_summary): past it, the run would stop before round 1
-    with nothing said about why. Checked key by key, in that order, so the error names
-    the key where the sum passed the limit. Reaching the limit exactly stays allowed,
-    as `limit = 0` is."""
+def reserves_within_limit(value: float, info: ValidationInfo) -> float:
+    """The reserves are pools set aside inside `limit` (the ledger's remaining is limit −
+    used − reserve_audit − reserve_summary): pools larger than the limit are a mistake no
+    run can have made, and the run would stop before round 1 without saying why. Checked
+    key by key, so the error names the key where the pools passed the limit; reaching it
+    exactly stays allowed, as `limit = 0` is.
+
+    `used` past the limit is not checked: it is a resumed task's overrun ("the last round
+    overran"), a state the conformance suite starts runs from (exec-0006, exec-0011,
+    exec-0097, and used + reserves past the limit in exec-0003), and such a run is to
+    stop at once with `reason:budget`."""
     limit = info.data.get("limit")
     name = info.field_name
     if limit is None or name is None:  # the limit itself was bad: that error is reported
         return value
-    before = _WITHIN_LIMIT[: _WITHIN_LIMIT.index(name)]
+    before = _RESERVES[: _RESERVES.index(name)]
     if any(key not in info.data for key in before):
-        return value  # an earlier key was bad: that error is reported
+        return value  # an earlier reserve was bad: that error is reported
     total = sum(float(info.data[key]) for key in before) + float(value)
     if total > limit:
         counted = " + ".join([*(k for k in before if info.data[k]), name])
         shown = f"{name} {total:g}" if counted == name else f"{counted} = {total:g}"
         raise ValueError(
-            f"{shown} is more than limit {limit:g}: it leaves the run no budget "
-            "(it would stop before round 1)"
+            f"{shown} is more than limit {limit:g}: the reserves are set aside inside the "
+            "limit (the run would stop before round 1)"
         )
     return value
 
@@ -79,7 +84,7 @@ class CountBudget(Strict):
     reserve_audit: int = Field(default=0, ge=0)
     reserve_summary: int = Field(default=0, ge=0)
 
-    _within_limit = field_validator(*_WITHIN_LIMIT)(within_limit)
+    _reserves_within_limit = field_validator(*_RESERVES)(reserves_within_limit)
 
 
 class TimeBudget(Strict):
@@ -88,7 +93,7 @@ class TimeBudget(Strict):
     reserve_audit: Seconds = 0.0
     reserve_summary: Seconds = 0.0
 
-    _within_limit = field_validator(*_WITHIN_LIMIT)(within_limit)
+    _reserves_within_limit = field_validator(*_RESERVES)(reserves_within_limit)
 
 
 class BudgetSection(Strict):
