@@ -27,9 +27,9 @@ from harness.certify.contract import Flags, declare
 from harness.certify.gate import NoGate
 from harness.certify.lexicon import load_lexicon
 from harness.certify.loop import Certifier, Request
-from harness.cli.logs import configure_logging
 from harness.cli.main import ilh
 from harness.record.store import RunStore
+from harness.secrets.logs import configure_logging
 
 PARAGRAPH = """\
 ## Step {n}: the {n}th module

@@ -39,13 +39,13 @@ from typing import Any
 import httpx2
 import openai
 
-from harness.cli.logs import configure_logging
 from harness.inputs.task_file import Task, load_task
 from harness.models.clients.openai_client import OpenAIClient
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.batch import gather_limited
 from harness.run.setup import run_task
+from harness.secrets.logs import configure_logging
 
 REPLY = {
     "id": "chatcmpl-bench",

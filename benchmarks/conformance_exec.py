@@ -13,11 +13,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.cli.logs import configure_logging
 from harness.conformance.agents import AGENTS
 from harness.conformance.cases import load_exec_cases
 from harness.conformance.suite import CaseRun, problems_of, render_summary, run_suite, summarize
 from harness.record.store import RunStore
+from harness.secrets.logs import configure_logging
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -40,7 +40,6 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli.logs import configure_logging
 from harness.inputs.task_file import load_task
 from harness.models.interface import ModelCallError, ModelClient, ModelReply, ModelRequest
 from harness.models.scripted import ScriptedClient, ScriptedTurn
@@ -48,6 +47,7 @@ from harness.record.events import EventKind
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.setup import client_for, run_task
+from harness.secrets.logs import configure_logging
 from harness.soul.cycle import RUNTIME_CORRECTIONS
 from harness.soul.file import load_soul
 from harness.soul.sync import OBSERVATION, STEP

@@ -39,9 +39,9 @@ from pathlib import Path
 import httpx2
 
 from benchmarks.concurrency import REPLY, run_batch, write_task
-from harness.cli.logs import configure_logging
 from harness.inputs.task_file import Task, load_task
 from harness.record.store import RunStore
+from harness.secrets.logs import configure_logging
 
 PROMPT = "Say what you would do first."
 KEY = "bench-key"

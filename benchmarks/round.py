@@ -47,7 +47,6 @@ from budgets.clamp import clamp
 from budgets.estimate import estimate_messages
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import State
-from harness.cli.logs import configure_logging
 from harness.context.agent import Segment, build_envelope
 from harness.enforce.authority import classify
 from harness.enforce.claims import read_claims
@@ -58,6 +57,7 @@ from harness.record.events import EventKind
 from harness.record.store import RunStore
 from harness.run.orchestrator import DEFAULT_MAX_OUTPUT, Orchestrator
 from harness.run.setup import budgets_of, lifecycle_of, run_task, workspace_for
+from harness.secrets.logs import configure_logging
 
 SIZES_KB = (1, 10, 100)
 FIXED_HISTORY_ROUNDS = 10

@@ -71,6 +71,6 @@ def private_record_key(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
 @pytest.fixture(autouse=True, scope="session")
 def quiet_logs() -> None:
     """Library code logs through structlog; keep test output to what tests print."""
-    from harness.cli.logs import configure_logging
+    from harness.secrets.logs import configure_logging
 
     configure_logging()

@@ -64,7 +64,7 @@ def test_help_lists_every_command_and_each_resolves() -> None:
 
 LATE_LOGGING = """
 import sys
-from harness.cli.logs import configure_logging
+from harness.secrets.logs import configure_logging
 configure_logging()
 assert "structlog" not in sys.modules, "configuring must not import structlog"
 from harness.record.log import LazyLogger

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -221,16 +223,113 @@ def test_ctrl_c_during_a_tool_check_stops_the_check_too(tmp_path: Path) -> None:
     assert not processes_running(b"sleep\x0039\x00")
 
 
-def test_sigterm_still_ends_a_background_job_that_ignores_ctrl_c() -> None:
-    """Where SIGINT is ignored (a shell's background job), SIGTERM is not turned into it:
-    the process ends as SIGTERM ends it, never lives on."""
-    code = (
-        "import os, signal, time\n"
-        "from harness.cli.main import _terminate_as_interrupt\n"
-        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-        "signal.signal(signal.SIGTERM, _terminate_as_interrupt)\n"
-        "os.kill(os.getpid(), signal.SIGTERM)\n"
-        "time.sleep(30)\n"
+def start_slow_run(
+    folder: Path, seconds: int, ignore_ctrl_c: bool = False
+) -> tuple[subprocess.Popen[str], Path, str]:
+    folder.mkdir(exist_ok=True)
+    task = write_task(folder, f"sleep {seconds}")  # a command no other test runs
+    db = folder / "store" / "runs.db"
+    mode = signal.SIG_IGN if ignore_ctrl_c else signal.SIG_DFL
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", str(task), "--store", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, mode),
     )
-    done = subprocess.run([sys.executable, "-c", code], timeout=20, check=False)
-    assert done.returncode == -signal.SIGTERM
+    run_id = wait_for_model_calls(db, 2, proc)
+    time.sleep(0.3)  # inside the command
+    return proc, db, run_id
+
+
+def test_sigterm_ends_a_background_job_that_ignores_ctrl_c_as_an_interruption(
+    tmp_path: Path,
+) -> None:
+    """Where SIGINT is ignored (a shell's background job) it stays ignored, as the shell
+    asked; SIGTERM still stops the run as Ctrl-C would elsewhere: its command killed (it
+    runs in a session of its own: a default death would leave it running), the run
+    reported resumable, exit 130."""
+    proc, _, run_id = start_slow_run(tmp_path, 40, ignore_ctrl_c=True)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert proc.poll() is None, "an ignored SIGINT stopped the run"
+    assert processes_running(b"sleep\x0040\x00"), "an ignored SIGINT killed the command"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert f"ilh run --resume {run_id}" in err and "Traceback" not in err
+    assert not processes_running(b"sleep\x0040\x00"), "the command outlived the run"
+
+
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_a_signal_repeated_while_the_first_is_handled_changes_nothing(
+    tmp_path: Path, second: signal.Signals
+) -> None:
+    """A SIGTERM sent twice (to the process and its group, or forwarded by a wrapper) or
+    followed by Ctrl-C: one interruption, handled once. The second once printed tracebacks
+    from the clean-up it interrupted, lost the "resumable" message or ended the process
+    with 143 after it; the gaps straddle those moments."""
+    for attempt, gap in enumerate((0.0, 0.02, 0.05, 0.1)):
+        proc, _, run_id = start_slow_run(tmp_path / str(attempt), 36)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(gap)
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(second)
+        _, err = proc.communicate(timeout=20)
+        assert proc.returncode == 130, (gap, err)
+        assert f"ilh run --resume {run_id}" in err, (gap, err)
+        assert "Traceback" not in err and "Failed to detach" not in err, (gap, err)
+    assert not processes_running(b"sleep\x0036\x00")
+
+
+INSISTED = """
+import os, signal, sys, time
+from harness.workspace import interrupts
+signal.signal(signal.SIGTERM, interrupts.terminate_as_interrupt)
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+except KeyboardInterrupt:
+    print("first handled", flush=True)
+os.kill(os.getpid(), signal.SIGTERM)  # a repeat: ignored
+time.sleep(0.1)
+print("repeat ignored", flush=True)
+interrupts._stopping_since = time.monotonic() - 2 * interrupts.REPEAT_GRACE_S
+os.kill(os.getpid(), signal.SIGTERM)  # insisted on, the clean-up being slow
+time.sleep(30)
+print("never")
+"""
+
+
+def test_a_signal_insisted_on_after_the_grace_ends_the_process_with_130() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", INSISTED], capture_output=True, text=True, timeout=20
+    )
+    assert done.stdout.split() == ["first", "handled", "repeat", "ignored"]
+    assert done.returncode == 130
+    assert "stopping now" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_ilh_view_serving_a_page_ends_on_sigterm_as_every_command_does(tmp_path: Path) -> None:
+    db = tmp_path / "runs.db"
+    with RunStore(db) as store:
+        run_id = store.create_run("t")
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "view", run_id, "--store", str(db), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        assert proc.poll() is None and time.monotonic() < deadline, "it never served"
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err

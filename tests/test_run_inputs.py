@@ -53,6 +53,16 @@ def run(folder: Path, task_text: str, agent_text: str = '{"text": "hi"}\n') -> t
          "budget.time.limit", "E303"),
         (GOOD.replace("[budget.rounds]", "[budget.time]\nlimit = 9\nused = nan\n"
                       "[budget.rounds]"), "budget.time.used", "E303"),
+        # Set aside beyond the limit: the run would stop before round 1.
+        (GOOD.replace("limit = 2", "limit = 2\nreserve_audit = 5"),
+         "budget.rounds.reserve_audit", "E303"),
+        (GOOD.replace("limit = 2", "limit = 2\nreserve_audit = 1\nreserve_summary = 2"),
+         "budget.rounds.reserve_summary", "E303"),
+        (GOOD.replace("[budget.rounds]", '[budget.time]\nlimit = "1m"\nreserve_audit = "2m"\n'
+                      "[budget.rounds]"), "budget.time.reserve_audit", "E303"),
+        (GOOD.replace("[budget.rounds]", "[budget.tokens]\nlimit = 1000\nreserve_audit = 600\n"
+                      "reserve_summary = 600\n[budget.rounds]"), "budget.tokens.reserve_summary",
+         "E303"),
         # Limits the kernel cannot hold (over 2^64) would fail inside the sandbox's start.
         (GOOD + '\n[sandbox]\nmemory = "99999999999GiB"\n', "sandbox.memory", "E303"),
         (GOOD + '\n[sandbox]\nfile_size = "99999999999GiB"\n', "sandbox.file_size", "E303"),
@@ -122,3 +132,28 @@ def test_a_hostile_reply_is_never_an_input_error(tmp_path: Path) -> None:
 def test_arbitrary_task_text_never_crashes(tmp_path: Path, text: str) -> None:
     exit_code, _ = run(tmp_path, text)
     assert exit_code in (2, 3)
+
+
+def test_reserves_up_to_the_limit_are_accepted_beyond_it_named(tmp_path: Path) -> None:
+    """The reserves may add up to the limit (as `limit = 0` may be given); beyond it the
+    message names the key where they passed the limit, and their sum."""
+    exit_code, output = run(tmp_path, GOOD.replace("limit = 2", "limit = 3\nreserve_audit = 1"))
+    assert exit_code != 2, output
+    over = GOOD.replace("limit = 2", "limit = 2\nreserve_audit = 1\nreserve_summary = 2")
+    exit_code, output = run(tmp_path, over)
+    assert exit_code == 2, output
+    assert "budget.rounds.reserve_summary" in output and "E303" in output
+    assert "reserve_audit + reserve_summary = 3" in output and "limit 2" in output
+
+
+@pytest.mark.parametrize("used", ["used = 3", "used = 1\nreserve_audit = 2"])
+def test_used_past_the_limit_is_a_resumed_overrun_that_stops_at_once(
+    tmp_path: Path, used: str
+) -> None:
+    """A resumed task whose last round overran (conformance exec-0011, exec-0003): not
+    bad input; the run stops before its first model call, for the budget, and says so."""
+    exit_code, output = run(tmp_path, GOOD.replace("limit = 2", f"limit = 2\n{used}"))
+    assert exit_code == 3, output
+    result = json.loads(output)
+    assert (result["final"]["state"], result["ended_by"]) == ("stopped", "budget"), output
+    assert "budget exhausted before round 1: rounds (b1)" in result["notes"]

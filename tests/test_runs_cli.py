@@ -43,6 +43,40 @@ def test_list_shows_every_run_id_whole_even_on_80_columns(store: tuple[Path, lis
     assert [r["ended_by"] for r in listed] == ["committed_complete", "script_exhausted"]
 
 
+@pytest.mark.parametrize("columns", [200, 100, 80, 40])
+def test_list_never_folds_a_value_inside_a_word(
+    store: tuple[Path, list[str]], columns: int
+) -> None:
+    """Run ids, states, ends and record checks are read (and copied) as words: at any
+    width each is whole on one line, and no line is wider than the terminal. (rich's
+    table folded them at 80 columns: `authen` / `ticate` / `d`.)"""
+    db, _ = store
+    listed = json.loads(invoke("runs", "list", "--store", str(db), "--json").stdout)
+    table = CliRunner().invoke(
+        ilh, ["runs", "list", "--store", str(db)], env={"COLUMNS": str(columns)}
+    )
+    assert table.exit_code == 0, table.output
+    lines = table.output.splitlines()
+    assert all(len(line) <= columns for line in lines), table.output
+    words = {w for line in lines for w in line.replace(",", " ").split()}
+    for run in listed:
+        for value in (run["run_id"], run["last_state"], run["ended_by"], run["record"]):
+            assert value in words, (value, table.output)
+        assert run["task_id"] in words or any(w.endswith("…") for w in words)
+
+
+def test_a_long_task_id_is_cut_with_an_ellipsis_in_a_table_never_the_run_id(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "runs.db"
+    with RunStore(db) as runs:
+        run_id = runs.create_run("a-task-id-far-longer-than-any-table-column-should-hold-" * 2)
+    table = CliRunner().invoke(ilh, ["runs", "list", "--store", str(db)], env={"COLUMNS": "100"})
+    row = next(line for line in table.output.splitlines() if run_id in line)
+    assert "a-task-id-far-" in row and "…" in row and "authenticated" in row.split()
+    assert len(row) <= 100
+
+
 def test_show_gives_the_history_proposals_violations_and_grader(
     store: tuple[Path, list[str]],
 ) -> None:

@@ -276,7 +276,7 @@ def test_export_redacts_a_record_made_before_the_secret_was_known(tmp_path: Path
 def test_log_lines_hold_no_secret() -> None:
     import structlog
 
-    from harness.cli.logs import redact_secrets
+    from harness.secrets.logs import redact_secrets
 
     with capture_logs(processors=[redact_secrets]) as logs:
         structlog.get_logger("t").warning("x", detail=f"saw {KEY}", items=[TOKEN])

@@ -13,8 +13,10 @@ that already run an event loop. Bad input raises `harness.inputs.errors.InputErr
 its location and code), exactly what the CLI reports with exit 2.
 
 Nothing is written to stdout: unless the caller configured structlog, the harness's log
-lines go to stderr at WARNING and above (the CLI's default), never to the caller's
-output. Paths are relative to the current folder; a model URI's file (`scripted:`,
+lines go to stderr at WARNING and above (the CLI's default; ILH_LOG=info|debug shows
+more), never to the caller's output. Either way the harness's secrets are redacted from
+every log line (a caller's own structlog set-up gets `redact_secrets` before its
+renderer). Paths are relative to the current folder; a model URI's file (`scripted:`,
 `replay:`) too, as on the command line.
 """
 
@@ -22,13 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
-import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
-
-import structlog
 
 from envelopes.declarations.gene import ERROR_CLASSES
 from envelopes.errors import Finding
@@ -50,6 +48,7 @@ from harness.record.store import RunStore
 from harness.run.grade_job import grade_task
 from harness.run.setup import client_from_uri, close_client
 from harness.run.setup import run_task as _run_task
+from harness.secrets.logs import library_logging
 from harness.soul.correct import Corrected, correct_run
 from harness.soul.file import Persisted
 from harness.soul.sync import sync_run
@@ -78,14 +77,10 @@ R = TypeVar("R")
 
 
 def quiet_logging() -> None:
-    """Log lines to stderr, WARNING and above, unless the caller configured structlog."""
-    if structlog.is_configured():
-        return
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        cache_logger_on_first_use=False,
-    )
+    """The command line's log set-up (stderr, WARNING and above or ILH_LOG, secrets
+    redacted) unless the caller configured structlog; then the caller's, with the
+    harness's secrets redacted (`harness.secrets.logs.library_logging`)."""
+    library_logging()
 
 
 def _store(store: PathLike | None) -> RunStore:

@@ -34,7 +34,7 @@ _TOLD = {
 @STORE_OPTION
 def correct(run_ref: str, error_class: str, text: str, gene: str | None, store_path: Path) -> None:
     """Report an error of the recorded run RUN: its agent's SOUL gets the correction."""
-    with open_store(store_path) as store:
+    with open_store(store_path, writing=True) as store:
         try:
             done = correct_run(store, run_ref, error_class, text, gene)
         except InputError as err:

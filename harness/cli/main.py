@@ -10,6 +10,13 @@ import sys
 
 import click
 
+from harness.workspace.interrupts import (
+    EXIT_INTERRUPTED,
+    exit_now,
+    stopping,
+    terminate_as_interrupt,
+)
+
 #: name -> (module, attribute, one-line help shown by `ilh --help` without importing it).
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "certify": (
@@ -68,7 +75,7 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="ilang-harness")
 def ilh() -> None:
     """ilang-harness: the model proposes, the runtime decides."""
-    from harness.cli.logs import configure_logging  # structlog: not for `ilh --help`
+    from harness.secrets.logs import configure_logging  # structlog: not for `ilh --help`
 
     configure_logging()
 
@@ -86,24 +93,29 @@ def usage_location(err: click.UsageError) -> str:
     return err.ctx.command_path if err.ctx is not None else "ilh"
 
 
-def _terminate_as_interrupt(signum: int, frame: object) -> None:
-    """SIGTERM as Ctrl-C: delivered as SIGINT, so that whoever handles SIGINT now (asyncio's
-    runner cancels the work, and a running command is killed with it) handles it. Where
-    SIGINT is ignored (a shell's background job), SIGTERM does what it would have done."""
-    if callable(signal.getsignal(signal.SIGINT)):
-        signal.raise_signal(signal.SIGINT)
-    else:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.raise_signal(signal.SIGTERM)
-
-
 def main() -> None:
     """Bad usage is exit 2 with no traceback (DESIGN §7), in the one format every command
     uses for bad input (`harness.cli.errors`): `error WHERE: E303 message`."""
     # SIGTERM (a service manager, `kill`, a CI timeout) is an interruption like Ctrl-C:
     # the command stops its work and says what is resumable, rather than dying
     # silently with 143 (the record survives either way; the message does not).
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    # A second signal while the first is handled is `harness.workspace.interrupts`'s.
+    signal.signal(signal.SIGTERM, terminate_as_interrupt)
+    try:
+        _main()
+        if stopping():  # an interruption a command swallowed still ends it as one
+            click.echo("interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+    except SystemExit as done:
+        if not stopping():
+            raise
+        # Interrupted: the message is out; the interpreter's shutdown would restore
+        # SIGTERM's default action (a repeated SIGTERM in it is exit 143) and wait for
+        # worker threads the interruption left. Nothing is left to do.
+        exit_now(done.code if isinstance(done.code, int) else EXIT_INTERRUPTED)
+
+
+def _main() -> None:
     try:
         returned = ilh.main(args=sys.argv[1:], prog_name="ilh", standalone_mode=False)
     except click.UsageError as err:
@@ -119,6 +131,6 @@ def main() -> None:
         sys.exit(err.exit_code)
     except click.Abort:
         click.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     if isinstance(returned, int):  # `--help`, `--version`: click's own exit status
         sys.exit(returned)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
@@ -35,11 +36,12 @@ STORE_OPTION = click.option(
 
 
 @contextmanager
-def open_store(path: Path) -> Iterator[RunStore]:
+def open_store(path: Path, *, writing: bool = False) -> Iterator[RunStore]:
     """The store at `path`; a missing or unusable store, an unknown run or an unusable
-    record key is one `error PATH: E500 …` line, exit 2."""
+    record key is one `error PATH: E500 …` line, exit 2. Unless `writing`, a store that
+    cannot be written (a read-only mount) is opened read-only: reading needs no more."""
     try:
-        store = RunStore(path, create=False)
+        store = RunStore(path, create=False, read_only_if_unwritable=not writing)
     except StoreError as err:
         raise BadInput(str(path), "E500", str(err)) from None
     try:
@@ -80,28 +82,78 @@ def list_runs(store_path: Path, as_json: bool, full: bool) -> None:
     if as_json:
         click.echo(json.dumps([s.model_dump(mode="json") for s in summaries], ensure_ascii=False))
         return
-    # The run id is what `show`, `verify` and `--resume` take: never cut; the rest folds.
-    # (It begins with the creation time, which --json gives in full.)
-    table = Table(
-        Column("run", no_wrap=True),
-        *(
-            Column(h, overflow="fold")
-            for h in ("task", "events", "last state", "ended by", "record")
-        ),
-    )
-    for s in summaries:
-        trusted = s.record in ("authenticated", "verified")
-        # An untrusted record's state is what someone may have written: marked as such.
-        mark = "" if trusted else "?"
-        table.add_row(
-            s.run_id,
-            escape(s.task_id),
-            str(s.events),
-            (s.last_state or "-") + mark,
-            (s.ended_by or "-") + mark,
-            s.record if trusted else f"[bold red]{escape(s.record)}[/]",
+    runs_table(Console(highlight=False), summaries)
+
+
+#: The columns after the run id.
+_COLUMNS = ("task", "events", "last state", "ended by", "record")
+#: The task id (the task file's, any length) is the one value a table may cut short
+#: (with an ellipsis: `--json` and `ilh runs show` give it whole); it keeps this much.
+_TASK_MIN = 10
+_GAP = 3  # between two columns: padding on each side and the divider
+
+
+def runs_table(console: Console, summaries: list[RunSummary]) -> None:
+    """The runs as a table when the terminal is wide enough for every value but the task
+    id whole, else one block per run. Nothing is folded inside a word: the run id is
+    what `show`, `verify` and `--resume` take, a state or record value is read as one
+    word, and rich's folding of narrow columns cut them anywhere (`authen|ticate|d`)."""
+    headers = ("run", *_COLUMNS)
+    rows = [_row(s) for s in summaries]
+    widths = [len(header) for header in headers]
+    for row in rows:
+        widths = [max(width, cell.cell_len) for width, cell in zip(widths, row, strict=True)]
+    task_at = 1
+    # What the task column may have: the rest is never cut. Given as its width, so that
+    # rich shrinks nothing else (it would narrow every column alike to fit).
+    room = console.width - (sum(widths) - widths[task_at]) - _GAP * (len(widths) - 1)
+    if room >= min(widths[task_at], _TASK_MIN):
+        widths[task_at] = min(widths[task_at], room)
+        table = Table(
+            *(
+                Column(
+                    header,
+                    no_wrap=True,
+                    overflow="ellipsis",
+                    width=width,
+                    justify="right" if header == "events" else "left",
+                )
+                for header, width in zip(headers, widths, strict=True)
+            ),
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
         )
-    Console(highlight=False).print(table)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        return
+    for summary, (run_id, task, _, state, ended, record) in zip(summaries, rows, strict=True):
+        # A narrow terminal: the id on its own line, whole; the rest as words, which
+        # wrap between words (indented under the id), not inside one.
+        console.print(run_id, overflow="fold")
+        count = f"{summary.events} event{'' if summary.events == 1 else 's'}"
+        details = Text.assemble(
+            "task ", task, f", {count}, last state ", state, ", ended by ", ended,
+            ", record ", record,
+        )  # fmt: skip
+        for line in details.wrap(console, max(console.width - 2, 1), overflow="fold"):
+            line.rstrip()
+            console.print(Text.assemble("  ", line), no_wrap=True, overflow="ignore")
+
+
+def _row(s: RunSummary) -> tuple[Text, Text, Text, Text, Text, Text]:
+    trusted = s.record in ("authenticated", "verified")
+    # An untrusted record's state is what someone may have written: marked as such.
+    mark = "" if trusted else "?"
+    return (
+        Text(s.run_id),
+        Text(printable(s.task_id)),
+        Text(str(s.events)),
+        Text((s.last_state or "-") + mark),
+        Text((s.ended_by or "-") + mark),
+        Text(s.record, style="" if trusted else "bold red"),
+    )
 
 
 def fully_checked(store: RunStore, summary: RunSummary) -> RunSummary:

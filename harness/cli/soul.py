@@ -151,7 +151,7 @@ def review_pending(
 @STORE_OPTION
 def sync(run_ref: str, store_path: Path) -> None:
     """Persist a run's GENEs from its record (after a kill: no run ended to do it)."""
-    with open_store(store_path) as store, bad_input():
+    with open_store(store_path, writing=True) as store, bad_input():
         path, done = sync_run(store, run_ref)
     where = f"{path}.pending.jsonl" if done.pending else str(path)
     click.echo(f"{done.written} occurrence(s) persisted to {where}")

@@ -56,9 +56,8 @@ def view(run_ref: str, store_path: Path, out_path: Path | None, port: int | None
     except OSError as err:
         raise BadInput("--port", "E500", f"cannot listen on 127.0.0.1:{port}: {err}") from None
     click.echo(f"serving run {run_id} on http://127.0.0.1:{port}/ (Ctrl-C stops)", err=True)
+    # Ctrl-C (or SIGTERM) ends it as it ends every command: "interrupted", exit 130.
     try:
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     finally:
         server.server_close()

@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -45,11 +46,45 @@ class TaskSection(Strict):
     workspace: str | None = None
 
 
+_RESERVES = ("reserve_audit", "reserve_summary")
+
+
+def reserves_within_limit(value: float, info: ValidationInfo) -> float:
+    """The reserves are pools set aside inside `limit` (the ledger's remaining is limit −
+    used − reserve_audit − reserve_summary): pools larger than the limit are a mistake no
+    run can have made, and the run would stop before round 1 without saying why. Checked
+    key by key, so the error names the key where the pools passed the limit; reaching it
+    exactly stays allowed, as `limit = 0` is.
+
+    `used` past the limit is not checked: it is a resumed task's overrun ("the last round
+    overran"), a state the conformance suite starts runs from (exec-0006, exec-0011,
+    exec-0097, and used + reserves past the limit in exec-0003), and such a run is to
+    stop at once with `reason:budget`."""
+    limit = info.data.get("limit")
+    name = info.field_name
+    if limit is None or name is None:  # the limit itself was bad: that error is reported
+        return value
+    before = _RESERVES[: _RESERVES.index(name)]
+    if any(key not in info.data for key in before):
+        return value  # an earlier reserve was bad: that error is reported
+    total = sum(float(info.data[key]) for key in before) + float(value)
+    if total > limit:
+        counted = " + ".join([*(k for k in before if info.data[k]), name])
+        shown = f"{name} {total:g}" if counted == name else f"{counted} = {total:g}"
+        raise ValueError(
+            f"{shown} is more than limit {limit:g}: the reserves are set aside inside the "
+            "limit (the run would stop before round 1)"
+        )
+    return value
+
+
 class CountBudget(Strict):
     limit: int = Field(ge=0)
     used: int = Field(default=0, ge=0)
     reserve_audit: int = Field(default=0, ge=0)
     reserve_summary: int = Field(default=0, ge=0)
+
+    _reserves_within_limit = field_validator(*_RESERVES)(reserves_within_limit)
 
 
 class TimeBudget(Strict):
@@ -57,6 +92,8 @@ class TimeBudget(Strict):
     used: Seconds = 0.0
     reserve_audit: Seconds = 0.0
     reserve_summary: Seconds = 0.0
+
+    _reserves_within_limit = field_validator(*_RESERVES)(reserves_within_limit)
 
 
 class BudgetSection(Strict):

@@ -131,6 +131,63 @@ def open_database(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     return conn
 
 
+def open_read_only(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    """Open the database for reading only, for a store that cannot be written (a
+    read-only mount, a folder the user may not write). No schema set-up (it writes).
+
+    SQLite reads a WAL database through its index file (-shm), which it creates when
+    absent: `mode=ro` works when the -shm file is there (a store left by a killed writer)
+    or can be made. When it cannot, and no WAL file holds events the main file lacks
+    (a store closed cleanly leaves none), `immutable=1` reads the file without the index
+    or any locking, which is sound because nothing can write it. A WAL with content
+    and no usable index cannot be read that way (`immutable` would not see the WAL):
+    that is an error, never a silently shorter record."""
+    uri = path.resolve().as_uri()
+    try:
+        return _checked_read_only(f"{uri}?mode=ro", path, busy_timeout_s)
+    except sqlite3.Error as err:
+        first = err
+    wal = path.with_name(path.name + "-wal")
+    try:
+        wal_bytes = wal.stat().st_size
+    except OSError:
+        wal_bytes = 0
+    if wal_bytes:
+        raise StoreError(
+            f"cannot read the run store {path} read-only: its write-ahead log {wal.name} "
+            f"holds changes that need {path.name}-shm, which cannot be created here "
+            f"({first}); open it once where it can be written"
+        )
+    try:
+        return _checked_read_only(f"{uri}?mode=ro&immutable=1", path, busy_timeout_s)
+    except sqlite3.Error as err:
+        raise StoreError(f"cannot open the run store {path} read-only: {err}") from None
+
+
+def _checked_read_only(uri: str, path: Path, busy_timeout_s: float) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        uri, uri=True, timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+    )
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        # Reading the schema version opens the file (and its WAL index) for real.
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"run store {path} has schema version {version}; this ilh understands "
+                f"up to {SCHEMA_VERSION} (upgrade ilang-harness)"
+            )
+        if version < SCHEMA_VERSION:  # its migration writes
+            raise StoreError(
+                f"run store {path} has schema version {version}; read-only, this ilh "
+                f"reads version {SCHEMA_VERSION} (open it once where it can be written)"
+            )
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:

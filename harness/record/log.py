@@ -1,6 +1,6 @@
 """The record's logger, imported lazily: `ilh runs list` and `ilh runs show` open a
 store and should not pay structlog's import (about 0.2 s of CPU, see
-`harness.cli.logs`) for log lines they almost never write. The first log call imports
+`harness.secrets.logs`) for log lines they almost never write. The first log call imports
 structlog, which the command line has arranged to configure as it loads."""
 
 from __future__ import annotations

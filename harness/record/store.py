@@ -88,6 +88,7 @@ from harness.record.database import (
     UnknownRun,
     as_int,
     open_database,
+    open_read_only,
     rollback,
     row_to_event,
     row_to_stored,
@@ -138,12 +139,16 @@ class RunStore:
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         secrets: Callable[[], SecretValues] = harness_secrets,
         key_path: Path | None = None,
+        read_only_if_unwritable: bool = False,
     ) -> None:
         """`redactor` removes credentials by field name; `secrets` gives the secret values
         that are removed from every string (keys too) of whatever is written, whatever
         the redactor did (default: the harness's own, read at each write). `key_path`: the
         record key (default `harness.record.keys.default_key_path`, read when the store is
-        opened). It is created by the first write, not by reads."""
+        opened). It is created by the first write, not by reads.
+        `read_only_if_unwritable` (commands that only read): a store that cannot be
+        opened for writing (a read-only mount) is opened read-only
+        (`harness.record.database.open_read_only`); writing to it is then a StoreError."""
         self._path = Path(path)
         self._key_path = key_path or default_key_path()
         self._key: RecordKey | None = None
@@ -161,10 +166,18 @@ class RunStore:
                     f"cannot create the run store's folder {self._path.parent}: "
                     f"{err.strerror or err}"
                 ) from None
+        self.read_only = False
         try:
             self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
-        except (OSError, sqlite3.Error) as err:
-            raise StoreError(f"cannot open the run store {self._path}: {err}") from None
+        except (OSError, sqlite3.Error, StoreError) as err:
+            if not read_only_if_unwritable or not self._path.exists():
+                if isinstance(err, StoreError):
+                    raise
+                raise StoreError(f"cannot open the run store {self._path}: {err}") from None
+            # The read-only open's error, when it fails too, says what is wrong (not a
+            # database, a newer schema, a WAL it cannot read without writing).
+            self._conn = open_read_only(self._path, busy_timeout_s)
+            self.read_only = True
         self._writer = Writer(self._write, name=f"ilh-store-writer:{self._path.name}")
         # Queued writes are committed before the interpreter exits even if nobody closes
         # the store (the thread is a daemon so that a forgotten store cannot hang exit).
