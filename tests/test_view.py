@@ -170,3 +170,39 @@ def test_a_certificate_file_is_viewed_without_its_store(
     assert "Traceback" not in done.output
     done = CliRunner().invoke(ilh, ["view", str(tmp_path / "missing.json")])
     assert done.exit_code == 2 and "cannot read the certificate" in done.output
+
+
+def test_a_hand_edited_record_is_escaped_and_flagged(tmp_path: Path) -> None:
+    """A record edited outside the harness (or handed over from elsewhere) may hold
+    markup where a number was, and may show a completion nobody verified: the page
+    escapes it, forbids scripts itself, and says the record does not verify."""
+    import sqlite3
+
+    store, run_id = run_with_hostile_output(tmp_path)
+    clean = tmp_path / "clean.html"
+    done = CliRunner().invoke(ilh, ["view", run_id, "--store", str(store), "--out", str(clean)])
+    assert done.exit_code == 0, done.output
+    assert 'id="tampered"' not in clean.read_text()
+    assert "Content-Security-Policy" in clean.read_text()
+
+    conn = sqlite3.connect(store)
+    conn.execute("DROP TRIGGER events_no_update")
+    conn.execute(
+        "UPDATE events SET payload = json_set(payload, '$.usage.input_tokens', ?, "
+        "'$.usage.output_tokens', json('[1]')) WHERE run_id = ? AND kind = 'model_call'",
+        ("<script>alert(1)</script>", run_id),
+    )
+    conn.commit()
+    conn.close()
+    for argv in (["view", run_id, "--out"], ["runs", "export", run_id, "--html", "--out"]):
+        out = tmp_path / f"{argv[0]}.html"
+        done = CliRunner().invoke(ilh, [*argv, str(out), "--store", str(store)])
+        assert done.exit_code == 0, done.output
+        page = out.read_text()
+        assert "<script" not in page
+        dom = Dom()
+        dom.feed(page)
+        assert not [tag for tag, _ in dom.tags if tag in ("script", "link", "img", "iframe")]
+        assert 'id="tampered"' in page and "does not verify" in page
+        head = page.split("</head>", 1)[0]
+        assert "default-src 'none'" in head

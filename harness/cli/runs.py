@@ -296,9 +296,11 @@ def page_of(ref: str, store_path: Path) -> tuple[str, str]:
         try:
             summary = store.get_run(ref)
             events = store.events(summary.run_id)
+            checked = store.verify(summary.run_id)
         except UnknownRun as err:
             raise BadInput(ref, "E500", str(err)) from None
-    return summary.run_id, render_run(summary, events)
+    problems = [] if checked.ok else (checked.problems or [f"record MAC: {checked.mac}"])
+    return summary.run_id, render_run(summary, events, problems)
 
 
 def read_certificate(path: Path) -> Certificate:
