@@ -24,7 +24,12 @@ only when they stay inside it, dereferenced):
 3. restored from the template: every test file, every runner configuration file, every
    file or folder a test runner's arguments name (`pytest verify/`) and the check script
    a free command runs (`sh check.sh`, `python verify.py`: see `check_scripts`):
-   the template's bytes, whatever the agent made of them. A `pyproject.toml` is kept as
+   the template's bytes, whatever the agent made of them; and so is every *test data*
+   file: a file of the template that is not Python source and that one of the
+   template's test files names by a string literal (`"cases.json"`, `"data/in.txt"`,
+   relative to the root or to the test's folder), or that lies in a folder a test names
+   that way (`"fixtures"`): the expected values a test compares with are the task's,
+   not the agent's to rewrite (`see task_test_data`). A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
    `[tool.coverage…]`, `[tool.tox]`) equal the template's; otherwise the template's file
    is used (or, when the template had none, the agent's is removed).
@@ -39,6 +44,7 @@ otherwise rewrite the tests it is graded by.
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.metadata
 import os
@@ -261,6 +267,61 @@ def _relative(word: str) -> str | None:
     return pure.as_posix()
 
 
+#: Files never taken for test data: Python source is the agent's work (a test imports
+#: the module it grades, and may read its text) or, when it is a test, restored anyway.
+_SOURCE_SUFFIXES = (".py", ".pyi", ".pyw")
+#: A test file is read for its literals only up to this size (a template's, so small).
+_MAX_TEST_SOURCE = 4 * 1024 * 1024
+
+
+def _literals(path: Path) -> set[str]:
+    """The string constants of a Python file (empty when it does not parse)."""
+    try:
+        if path.stat().st_size > _MAX_TEST_SOURCE:
+            return set()
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value
+    }
+
+
+def task_test_data(template: Path, template_files: Iterable[str]) -> set[str]:
+    """The template's test data: its files that are not Python source and that a test
+    file of the template names by a string literal, or that lie in a folder one names
+    (relative to the root, or to the test file's folder).
+
+    Why: a test that reads its expected values from a file (`cases.json` beside
+    `test_calc.py`) passes for any code once the agent rewrote that file; an agent did
+    exactly that (`add` returning 0, the cases rewritten to expect 0) and was verified.
+    The cost: a data file the task asks the agent to change, and its test reads by name,
+    is graded as the template had it (the check fails: closed, not open)."""
+    files = set(template_files)
+    folders: dict[str, list[str]] = {}
+    for rel in files:
+        parts = PurePosixPath(rel).parts
+        for i in range(1, len(parts)):
+            folders.setdefault("/".join(parts[:i]), []).append(rel)
+    found: set[str] = set()
+    for test in sorted(f for f in files if f.endswith(".py") and is_test_file(f)):
+        here = PurePosixPath(test).parent
+        for literal in _literals(template / test):
+            if len(literal) > 1024 or "\x00" in literal:
+                continue
+            pure = PurePosixPath(literal.strip())
+            if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+                continue
+            for base in {PurePosixPath("."), here}:
+                rel = (base / pure).as_posix()
+                if rel in (".", here.as_posix()):
+                    continue  # the root or the test's own folder: not data it names
+                found.update(f for f in [rel, *folders.get(rel, ())] if f in files)
+    return {f for f in found if not f.endswith(_SOURCE_SUFFIXES) and not is_test_file(f)}
+
+
 def check_scripts(command: str) -> set[str]:
     """The script a free command runs as its program — its first word (`./check.sh`),
     or the first word after an interpreter (`sh check.sh`, `python verify.py`) — when it
@@ -329,6 +390,7 @@ def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[s
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
     named_dirs = {n for n in named if (template / n).is_dir()}
+    data = task_test_data(template, template_files)
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
     }
@@ -366,6 +428,7 @@ def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[s
             is_test_file(rel)
             or name in RUNNER_CONFIGS
             or rel in named
+            or rel in data
             or under_named_dir(rel)
             or name == "pyproject.toml"
         )
