@@ -252,7 +252,7 @@ def _runner_tables(path: Path) -> dict[str, object] | None:
 
 
 _INTERPRETERS = re.compile(r"^(?:.*/)?(?:sh|bash|zsh|dash|python[0-9.]*|node|ruby|perl)$")
-_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".rb", ".pl")
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".rb", ".pl", ".mk")
 _CHECK_SCRIPT = re.compile(r"^(?:check|verify|grade|run_tests|runtests)", re.IGNORECASE)
 
 
@@ -322,37 +322,101 @@ def task_test_data(template: Path, template_files: Iterable[str]) -> set[str]:
     return {f for f in found if not f.endswith(_SOURCE_SUFFIXES) and not is_test_file(f)}
 
 
-def check_scripts(command: str) -> set[str]:
-    """The script a free command runs as its program — its first word (`./check.sh`),
-    or the first word after an interpreter (`sh check.sh`, `python verify.py`) — when it
-    looks like a check script: a shell, JavaScript, Ruby or Perl script, a file without
-    a suffix, or a Python file named `check…`, `verify…`, `grade…`, `run_tests…`. A
-    Python module a check runs otherwise (`python slug.py`) is the agent's work, graded
-    as written; a check script that must never change belongs in the hidden checks."""
+#: Shell operators: each starts a new simple command (`cd x && sh check.sh`).
+_OPERATOR_CHARS = frozenset("&|;()<>!")
+#: Programs that run the command they are given (`timeout 60 sh check.sh`).
+_WRAPPERS = frozenset(
+    {"env", "exec", "command", "builtin", "nohup", "nice", "ionice", "time", "timeout",
+     "stdbuf", "setsid", "xargs", "chronic", "unbuffer", "flock"}
+)  # fmt: skip
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPER_ARGUMENT = re.compile(r"^(?:-.*|[0-9.]+[smhd]?)$")
+_SHELLS = re.compile(r"^(?:.*/)?(?:sh|bash|zsh|dash)$")
+
+
+def check_scripts(command: str, _depth: int = 0) -> set[str]:
+    """The scripts a free command runs: in each of its simple commands (`cd x && …`,
+    `… ; …`, `… | …`), past variable assignments (`PYTHONPATH=. …`) and wrappers
+    (`timeout 60 …`, `env …`, `exec …`), the program — its first word (`./check.sh`), or
+    the first word after an interpreter (`sh check.sh`, `python verify.py`), what a
+    shell's `-c` text runs, the module of `python -m verify` — when it looks like a check
+    script: a shell, JavaScript, Ruby or Perl script, a file without a suffix, or a
+    Python file (module) named `check…`, `verify…`, `grade…`, `run_tests…`; and any
+    other word naming such a script by its suffix or name. A Python module a check runs
+    otherwise (`python slug.py`) is the agent's work, graded as written; a check script
+    that must never change belongs in the hidden checks.
+
+    (Only the program position was read once: `timeout 60 sh check.sh`,
+    `PYTHONPATH=. python check.py`, `cd . && ./check.sh` and `python -m verify` ran the
+    agent's rewritten script.)"""
     try:
-        words = shlex.split(command)
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
     except ValueError:
         return set()
+    found: set[str] = set()
+    simple: list[str] = []
+    for token in [*tokens, ";"]:
+        if set(token) <= _OPERATOR_CHARS:
+            found |= _scripts_of(simple, _depth)
+            simple = []
+        else:
+            simple.append(token)
+    return found
+
+
+def _looks_like_script(rel: str, bare_ok: bool) -> bool:
+    name = PurePosixPath(rel).name
+    return (
+        name.endswith(_SCRIPT_SUFFIXES)
+        or (bare_ok and "." not in name)
+        or (name.endswith(".py") and _CHECK_SCRIPT.match(name) is not None)
+    )
+
+
+def _scripts_of(words: list[str], depth: int) -> set[str]:
+    """`check_scripts` of one simple command (its words, operators removed)."""
+    words = list(words)
+    while words and _ASSIGNMENT.match(words[0]):
+        words.pop(0)
+    while words and PurePosixPath(words[0]).name in _WRAPPERS:
+        words.pop(0)
+        while words and (_WRAPPER_ARGUMENT.match(words[0]) or _ASSIGNMENT.match(words[0])):
+            words.pop(0)
     if not words:
         return set()
-    found: set[str] = set()
+    found = {
+        rel
+        for word in words[1:]
+        if not any(c.isspace() for c in word)
+        and (rel := _relative(word)) is not None
+        and _looks_like_script(rel, bare_ok=False)
+    }
     program = words[0]
-    if "/" not in program and not _INTERPRETERS.match(program):
-        return found  # a program looked up on PATH (`test`, `make`), not a file of the tree
     if _INTERPRETERS.match(program):
+        if "-c" in words:  # inline code: for a shell, the scripts that code runs
+            at = words.index("-c") + 1
+            if _SHELLS.match(program) and at < len(words) and depth < 3:
+                found |= check_scripts(words[at], depth + 1)
+            return found
+        if "-m" in words:  # a module: a check script when named like one
+            at = words.index("-m") + 1
+            module = words[at] if at < len(words) else ""
+            if module.replace(".", "").replace("_", "").isalnum() and _CHECK_SCRIPT.match(
+                module.rsplit(".", 1)[-1]
+            ):
+                path = module.replace(".", "/")
+                found |= {f"{path}.py", path}
+            return found
         rest = [w for w in words[1:] if not w.startswith("-")]
-        if not rest or "-c" in words or "-m" in words:  # inline code, or a module
+        if not rest:
             return found
         program = rest[0]
+    elif "/" not in program:
+        return found  # a program looked up on PATH (`test`, `make`), not a file of the tree
     rel = _relative(program)
-    if rel is None:
-        return found
-    name = PurePosixPath(rel).name
-    if (
-        name.endswith(_SCRIPT_SUFFIXES)
-        or "." not in name
-        or (name.endswith(".py") and _CHECK_SCRIPT.match(name))
-    ):
+    if rel is not None and _looks_like_script(rel, bare_ok=True):
         found.add(rel)
     return found
 
