@@ -1,0 +1,54 @@
+"""Red team of `ilh certify` (the lint-fallback): tethers disguised so that the lexicon
+and the locator patterns missed them, and the handoff was certified portable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.certify.scan import folded
+from tests.certify_helpers import certify, copy_example, tokens
+
+
+@pytest.mark.parametrize(
+    ("line", "token", "column"),
+    [
+        ("As\u200b above, implement it.", "As\u200b above", 1),  # a zero-width space
+        ("Then, a\u00ads above, do it.", "a\u00ads above", 7),  # a soft hyphen inside
+        ("\uff21\uff53 \uff41\uff42\uff4f\uff56\uff45, implement it.", "Ａｓ ａｂｏｖｅ", 1),
+        ("Read the log at //tmp/run.log first.", "//tmp/run.log", 17),
+        ("Read the log at /var/./tmp/run.log first.", "/var/./tmp/run.log", 17),
+    ],
+)
+def test_a_disguised_tether_is_not_certified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, token: str, column: int
+) -> None:
+    folder = copy_example("certify_clean", tmp_path)
+    handoff = folder / "handoff.md"
+    text = handoff.read_text(encoding="utf-8")
+    handoff.write_text(f"{text}\n{line}\n", encoding="utf-8")
+    where = f"{text.count(chr(10)) + 2}:{column}"
+    code, cert, result = certify(
+        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "project"
+    )
+    assert code == 1, result.output
+    assert cert["certified"] is False
+    # Quoted as the target has it, at its place there (a Drop excises those columns).
+    assert tokens(cert).get(token) == where, tokens(cert)
+
+
+def test_the_clean_handoff_stays_certified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = copy_example("certify_clean", tmp_path)
+    code, cert, result = certify(
+        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "project"
+    )
+    assert code == 0 and cert["certified"] is True, result.output
+
+
+def test_folded_keeps_every_column() -> None:
+    line = "x\u200bＡ\u00a0b"
+    plain, where = folded(line)
+    assert plain == "xA b"
+    assert [line[i] for i in where] == ["x", "Ａ", "\u00a0", "b"]
+    assert folded("plain ascii") == ("plain ascii", list(range(11)))
