@@ -246,6 +246,15 @@ def peek():
             seen[path] = "denied"
         except OSError as err:
             seen[path] = type(err).__name__
+    for path in ("/ilh-report/junit.xml", "/tmp/mine.txt"):
+        try:
+            with open(path, "w") as out:
+                out.write("forged")
+            seen[path] = "written"
+        except PermissionError:
+            seen[path] = "denied"
+        except OSError as err:
+            seen[path] = type(err).__name__
     return seen
 '''
 
@@ -275,6 +284,8 @@ def test_the_solution_cannot_read_the_hidden_checks_it_is_graded_by(tmp_path: Pa
         "        self.assertEqual(seen['/ilh-report'], 'denied', seen)\n"
         "        self.assertEqual(seen['fizz.py'], 'read', seen)\n"
         "        self.assertEqual(seen['/etc/passwd'], 'read', seen)\n"
+        "        self.assertEqual(seen['/ilh-report/junit.xml'], 'denied', seen)\n"
+        "        self.assertEqual(seen['/tmp/mine.txt'], 'written', seen)\n"
     )
     # The probe passes (the solution is denied the hidden folders, reads the rest); the
     # reference-reading fizzbuzz then fails the hidden rules: never complete.

@@ -862,15 +862,20 @@ _LANDLOCK_CREATE_RULESET = 444
 _LANDLOCK_ADD_RULE = 445
 _LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_RULE_PATH_BENEATH = 1
-_FS_EXECUTE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 2, 1 << 3
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE = 1 << 0, 1 << 1, 1 << 2
+#: Every access right of Landlock's first version (read, write, remove, make …): what
+#: the hidden folders are closed to. The rights of a file (not a folder) are the first 3.
+_FS_ALL_V1 = (1 << 13) - 1
+_FS_OF_A_FILE = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE
 _PR_SET_NO_NEW_PRIVS = 38
 
 
 def hide(paths: Sequence[str]) -> str | None:
-    """Make the folders `paths` (top-level mounts of the sandbox: the hidden checks, the
-    report folder) unreadable to this process and every process it starts, with a
-    Landlock domain that lets it read, list and run what lies under every other
-    top-level entry. None when done (or nothing to hide), else why not.
+    """Close the folders `paths` (top-level mounts of the sandbox: the hidden checks, the
+    report folder) to this process and every process it starts — no reading, listing,
+    running, writing or making files there — with a Landlock domain that leaves every
+    other top-level entry as the mounts have it. None when done (or nothing to hide),
+    else why not.
 
     Why: the solution process runs the agent's code in the sandbox of a hidden check,
     where the hidden tests are mounted. It read them (their source, their reference
@@ -897,7 +902,7 @@ def hide(paths: Sequence[str]) -> str | None:
         _pack_ = 1  # packed in the kernel's header
         _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
-    handled = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR  # writing is not restricted
+    handled = _FS_ALL_V1
     attr = RulesetAttr(handled)
     ruleset = syscall(
         ctypes.c_long(_LANDLOCK_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(8),
@@ -915,7 +920,7 @@ def hide(paths: Sequence[str]) -> str | None:
                 continue
             try:
                 folder = stat.S_ISDIR(os.fstat(fd).st_mode)
-                rule = PathBeneath(handled if folder else _FS_EXECUTE | _FS_READ_FILE, fd)
+                rule = PathBeneath(handled if folder else _FS_OF_A_FILE, fd)
                 if syscall(
                     ctypes.c_long(_LANDLOCK_ADD_RULE), ctypes.c_int(ruleset),
                     ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(rule),
