@@ -3,12 +3,13 @@ and the locator patterns missed them, and the handoff was certified portable."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from harness.certify.scan import folded
-from tests.certify_helpers import certify, copy_example, tokens
+from tests.certify_helpers import certify, copy_example, invoke, tokens
 
 
 @pytest.mark.parametrize(
@@ -52,3 +53,50 @@ def test_folded_keeps_every_column() -> None:
     assert plain == "xA b"
     assert [line[i] for i in where] == ["x", "Ａ", "\u00a0", "b"]
     assert folded("plain ascii") == ("plain ascii", list(range(11)))
+
+
+def test_the_refuter_is_not_given_the_projects_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A granted folder is the user's project, `.env` and keys included; the refuter (a
+    model reading an untrusted target that may ask it to quote them into its findings)
+    gets a copy without them."""
+    folder = copy_example("certify_clean", tmp_path)
+    secret = "sk-live-" + "7f3a9c" * 6
+    (folder / "project" / ".env").write_text(f"API_KEY={secret}\n")
+    (folder / "project" / ".ssh").mkdir()
+    (folder / "project" / ".ssh" / "id_ed25519").write_text(f"KEY {secret}\n")
+    (folder / "project" / "deploy.pem").write_text(f"PEM {secret}\n")
+    turns = [
+        json.loads(line)
+        for line in (folder / "refuter_pass.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    reads = [
+        {"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": p}}],
+         "usage": {"input_tokens": 900, "output_tokens": 20}}
+        for p in ("granted/1-project/.env", "granted/1-project/.ssh/id_ed25519",
+                  "granted/1-project/deploy.pem")
+    ]  # fmt: skip
+    (folder / "refuter_pass.jsonl").write_text(
+        "".join(json.dumps(t) + "\n" for t in [*reads, *turns])
+    )
+    store = tmp_path / "runs.db"
+    code, cert, result = certify(
+        folder,
+        monkeypatch,
+        "handoff.md",
+        "--role",
+        "implementer",
+        "--source",
+        "project",
+        "--model",
+        "scripted:refuter_pass.jsonl",
+        store=store,
+    )
+    assert code == 0 and cert["certified"] is True, result.output
+    # The refuter's tool calls are in the record: none of them read the secret.
+    exported = invoke(folder, monkeypatch, "runs", "export", cert["run_id"], "--store", str(store))
+    assert exported.exit_code == 0
+    assert "7f3a9c7f3a9c" not in exported.stdout
+    assert exported.stdout.count("does not exist") >= 3
