@@ -119,15 +119,16 @@ def test_test_data_is_what_the_tests_name(tmp_path: Path) -> None:
         "pkg/test_pkg.py": 'open("near.txt"); open("cases.json"); "calc.py"; "."; "../x"',
         "pkg/near.txt": "n",
         "other.txt": "o",
-        "test_calc.py": 'import json\nopen("fixtures")\nopen("/etc/passwd")\n"pkg"\n',
+        "test_calc.py": 'import json\nopen("fixtures")\nopen("/etc/passwd")\n"pkg"\n"README.md"\n',
     }
     for rel, text in layout.items():
         (template / rel).parent.mkdir(parents=True, exist_ok=True)
         (template / rel).write_text(text)
     found = task_test_data(template, layout)
     # Named files and the files of named folders, relative to the root or to the test;
-    # never Python source (the agent's work, or a test restored anyway), never the
-    # root or a test's own folder by "." or "..".
+    # never Python source (the agent's work, or a test restored anyway) nor the
+    # documentation a test may check was written, never the root or a test's own folder
+    # by "." or "..".
     assert found == {"cases.json", "fixtures/a.txt", "fixtures/sub/b.csv", "pkg/near.txt"}
 
 

@@ -268,8 +268,9 @@ def _relative(word: str) -> str | None:
 
 
 #: Files never taken for test data: Python source is the agent's work (a test imports
-#: the module it grades, and may read its text) or, when it is a test, restored anyway.
-_SOURCE_SUFFIXES = (".py", ".pyi", ".pyw")
+#: the module it grades, and may read its text) or, when it is a test, restored anyway;
+#: documentation (`README.md`) is a deliverable a test may read to check it was written.
+_SOURCE_SUFFIXES = (".py", ".pyi", ".pyw", ".md", ".rst", ".adoc")
 #: A test file is read for its literals only up to this size (a template's, so small).
 _MAX_TEST_SOURCE = 4 * 1024 * 1024
 
