@@ -206,3 +206,53 @@ def test_a_hand_edited_record_is_escaped_and_flagged(tmp_path: Path) -> None:
         assert 'id="tampered"' in page and "does not verify" in page
         head = page.split("</head>", 1)[0]
         assert "default-src 'none'" in head
+
+
+def test_the_page_is_never_written_through_a_planted_link_or_into_a_pipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A certificate's default page name is predictable (`ilh-certificate-<digest>.html`):
+    a link of that name handed over beside the certificate made `ilh view` overwrite the
+    file it pointed at, and a pipe of that name made it hang."""
+    import os
+
+    folder = copy_example("certify_clean", tmp_path)
+    code, _, result = certify(
+        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "project",
+        "--certificate", "h.cert.json",
+    )  # fmt: skip
+    assert code == 0, result.output
+    digest = json.loads((folder / "h.cert.json").read_text())["target_identity"][7:19]
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    planted = folder / f"ilh-certificate-{digest}.html"
+    planted.symlink_to(victim)
+    done = CliRunner().invoke(ilh, ["view", "h.cert.json"])
+    assert done.exit_code == 2 and "link" in done.output
+    assert victim.read_text() == "precious\n"
+    os.mkfifo(folder / "pipe.html")
+    done = CliRunner().invoke(ilh, ["view", "h.cert.json", "--out", "pipe.html"])
+    assert done.exit_code == 2 and "pipe" in done.output
+    # A regular file of that name is replaced, as before.
+    planted.unlink()
+    planted.write_text("old page")
+    done = CliRunner().invoke(ilh, ["view", "h.cert.json"])
+    assert done.exit_code == 0, done.output
+    assert planted.read_text().startswith("<!doctype html>")
+
+
+def test_outputs_named_by_a_pipe_are_refused_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--markdown`, `--certificate` and `--record` looked for a run store or a recording
+    in the file named, opening a pipe for reading: it hung."""
+    import os
+
+    folder = copy_example("certify_clean", tmp_path)
+    os.mkfifo(folder / "pipe")
+    for option in ("--markdown", "--record", "--certificate"):
+        code, _, result = certify(
+            folder, monkeypatch, "handoff.md", "--role", "implementer", "--source",
+            "project", option, "pipe",
+        )  # fmt: skip
+        assert code == 2, (option, result.output)
