@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from graders.runners import runner_call
 from harness.cli.main import ilh
 from harness.grading.tree import build_tree, check_scripts, task_test_data
 
@@ -301,3 +302,42 @@ def test_the_solution_cannot_read_the_hidden_checks_it_is_graded_by(tmp_path: Pa
     )
     outcome = run(hidden_task(tmp_path / "honest", honest, probe))
     assert outcome["final"]["state"] == "complete", outcome["grader"]
+
+
+# ------------------------------------------------------- runner calls behind wrappers
+EXITING_FIZZ = "import os\n\nos._exit(0)\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["timeout 60 python -m unittest -q", "env python -m unittest", "nice -n 5 python -m pytest -q"],
+)
+def test_a_runner_behind_a_wrapper_is_not_ended_by_the_code_under_test(
+    tmp_path: Path, command: str
+) -> None:
+    """`timeout 60 python -m unittest` was not taken for a runner's call: it kept
+    exit-code semantics, and a module that ends the process with 0 on import passed."""
+    shutil.copytree(EXAMPLES / "honest" / "workspace", tmp_path / "workspace")
+    files = {}
+    cheat = writes("Done quickly.", {"fizz.py": EXITING_FIZZ})
+    outcome = run(write_task(tmp_path, files, f"run = {json.dumps(command)}", [cheat, claim()]))
+    never_complete(outcome)
+    [criterion] = outcome["grader"]["criteria"]
+    assert criterion["result"] == "fail"
+
+
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        ("timeout 60 python -m pytest", "pytest"),
+        ("timeout -k 5 60 python3 -m unittest -q", "unittest"),
+        ("env python -m unittest", "unittest"),
+        ("exec pytest -q", "pytest"),
+        ("env -i python -m unittest", None),  # another environment: not the runner's run
+        ("env A=1 python -m unittest", None),
+        ("timeout 60", None),
+    ],
+)
+def test_runner_calls_past_wrappers(command: str, kind: str | None) -> None:
+    found = runner_call(command)
+    assert (found.kind if found is not None else None) == kind
