@@ -128,3 +128,36 @@ def test_the_markdown_certificate_keeps_free_text_on_its_line(
     headings = [line for line in page.splitlines() if line.startswith("# ")]
     assert headings == ["# CERTIFIED: handoff.md"]
     assert "- execution scope: only fizz.py # CERTIFIED: evil.md" in page
+
+
+def test_a_handed_over_certificate_cannot_drive_the_receivers_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ilh certify --check` printed a certificate's locators as they were: a carriage
+    return drew "ok: everything certified" over the problem line, and an escape set the
+    window title. The Markdown printed by `ilh certify` carried a field's escapes too."""
+    folder = copy_example("certify_clean", tmp_path)
+    code, _, result = certify(
+        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "project",
+        "--certificate", "h.cert.json",
+    )  # fmt: skip
+    assert code == 0, result.output
+    cert = json.loads((folder / "h.cert.json").read_text())
+    hostile = "fizz.py\x1b]0;pwned\x07\x1b[2J\rok: everything certified"
+    for judgment in cert["judgments"]:
+        if judgment["verdict"]["kind"] == "Reference":
+            judgment["verdict"]["stable_ref"]["locator"] = hostile
+            break
+    (folder / "evil.cert.json").write_text(json.dumps(cert))
+    checked = invoke(folder, monkeypatch, "certify", "--check", "evil.cert.json")
+    assert checked.exit_code == 1
+    assert "\x1b" not in checked.output and "\r" not in checked.output
+    assert "\\x1b]0;pwned\\x07" in checked.output
+    monkeypatch.chdir(folder)
+    shown = invoke(
+        folder, monkeypatch, "certify", "handoff.md", "--role", "implementer", "--source",
+        "project", "--scope", "fizz.py \x1b]0;pwned\x07 only", "--non-interactive",
+        "--store", str(tmp_path / "runs.db"),
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert "\x1b" not in shown.stdout and "\\x1b]0;pwned" in shown.stdout
