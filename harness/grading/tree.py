@@ -290,10 +290,13 @@ def _literals(path: Path) -> set[str]:
     }
 
 
-def task_test_data(template: Path, template_files: Iterable[str]) -> set[str]:
+def task_test_data(
+    template: Path, template_files: Iterable[str], hidden: Path | None = None
+) -> set[str]:
     """The template's test data: its files that are not Python source and that a test
     file of the template names by a string literal, or that lie in a folder one names
-    (relative to the root, or to the test file's folder).
+    (relative to the root, or to the test file's folder); and those a test of the
+    `hidden` checks folder names (relative to the root, where it runs).
 
     Why: a test that reads its expected values from a file (`cases.json` beside
     `test_calc.py`) passes for any code once the agent rewrote that file; an agent did
@@ -307,9 +310,15 @@ def task_test_data(template: Path, template_files: Iterable[str]) -> set[str]:
         for i in range(1, len(parts)):
             folders.setdefault("/".join(parts[:i]), []).append(rel)
     found: set[str] = set()
-    for test in sorted(f for f in files if f.endswith(".py") and is_test_file(f)):
-        here = PurePosixPath(test).parent
-        for literal in _literals(template / test):
+    tests = [
+        (template / f, PurePosixPath(f).parent)
+        for f in sorted(files)
+        if f.endswith(".py") and is_test_file(f)
+    ]
+    if hidden is not None:
+        tests += [(path, PurePosixPath(".")) for path in sorted(hidden.rglob("*.py"))]
+    for source, here in tests:
+        for literal in _literals(source):
             if len(literal) > 1024 or "\x00" in literal:
                 continue
             pure = PurePosixPath(literal.strip())
@@ -432,22 +441,27 @@ def build_tree(
     template: Path | None,
     dest: Path,
     named: Iterable[str] = (),
+    hidden: Path | None = None,
 ) -> TreeChanges:
     """Build the grading tree of one check at `dest` (which must not exist); see the
     module docstring for the rule. `named`: the workspace-relative files and folders the
-    check names (`check_scripts`, `runner_paths`), restored from the template."""
+    check names (`check_scripts`, `runner_paths`), restored from the template; `hidden`:
+    the hidden checks folder of a hidden check (the test data its tests name is
+    restored too)."""
     try:
         skipped = _copy_workspace(workspace, dest)
         if template is None:
             return TreeChanges(skipped=tuple(skipped))
-        return _apply_template(template.resolve(strict=True), dest, set(named), skipped)
+        return _apply_template(template.resolve(strict=True), dest, set(named), skipped, hidden)
     except TreeError:
         raise
     except (OSError, RuntimeError, ValueError) as exc:
         raise TreeError(f"the grading tree could not be built: {exc}") from exc
 
 
-def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[str]) -> TreeChanges:
+def _apply_template(
+    template: Path, dest: Path, named: set[str], skipped: list[str], hidden: Path | None = None
+) -> TreeChanges:
     template_files = set(_files(template))
     template_entries = template_files | {
         PurePosixPath(f).parents[i].as_posix()
@@ -455,7 +469,7 @@ def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[s
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
     named_dirs = {n for n in named if (template / n).is_dir()}
-    data = task_test_data(template, template_files)
+    data = task_test_data(template, template_files, hidden)
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
     }
