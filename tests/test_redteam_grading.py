@@ -369,3 +369,31 @@ def test_the_data_a_hidden_test_reads_from_the_workspace_is_the_tasks(tmp_path: 
     (tmp_path / "agent.jsonl").write_text("".join(json.dumps(t) + "\n" for t in [honest, claim()]))
     (tmp_path / "runs.db").unlink()
     assert run(task)["final"]["state"] == "complete"
+
+
+# ------------------------------------------------------------ JavaScript runners
+def test_an_agents_package_json_cannot_change_what_npm_test_runs(tmp_path: Path) -> None:
+    """`run = "npm test"` runs package.json's `scripts.test`: an agent that rewrote it to
+    `exit 0` (or added a jest configuration) decided the check."""
+    template, work = tmp_path / "template", tmp_path / "work"
+    package = {"name": "calc", "scripts": {"test": "node test/run.js"}, "dependencies": {}}
+    for root in (template, work):
+        (root / "test").mkdir(parents=True)
+        (root / "test" / "run.js").write_text("// the task's tests\n")
+        (root / "calc.js").write_text("module.exports = {}\n")
+        (root / "package.json").write_text(json.dumps(package))
+    mine = {**package, "scripts": {"test": "exit 0"}, "dependencies": {"left-pad": "1"}}
+    (work / "package.json").write_text(json.dumps(mine))
+    (work / "jest.config.js").write_text("module.exports = {testMatch: []}\n")
+    changes = build_tree(work, template, tmp_path / "tree", ())
+    tree = tmp_path / "tree"
+    assert json.loads((tree / "package.json").read_text()) == package
+    assert not (tree / "jest.config.js").exists()
+    assert "package.json" in changes.restored and changes.tampering
+    # Its other keys are the agent's to change: kept when the runner's keys are equal.
+    shutil.rmtree(tree)
+    (work / "package.json").write_text(json.dumps({**package, "version": "2.0.0"}))
+    (work / "jest.config.js").unlink()
+    changes = build_tree(work, template, tree, ())
+    assert json.loads((tree / "package.json").read_text())["version"] == "2.0.0"
+    assert changes.restored == ()

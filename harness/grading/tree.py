@@ -29,10 +29,11 @@ only when they stay inside it, dereferenced):
    template's test files names by a string literal (`"cases.json"`, `"data/in.txt"`,
    relative to the root or to the test's folder), or that lies in a folder a test names
    that way (`"fixtures"`): the expected values a test compares with are the task's,
-   not the agent's to rewrite (`see task_test_data`). A `pyproject.toml` is kept as
+   not the agent's to rewrite (see `task_test_data`). A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
-   `[tool.coverage…]`, `[tool.tox]`) equal the template's; otherwise the template's file
-   is used (or, when the template had none, the agent's is removed).
+   `[tool.coverage…]`, `[tool.tox]`) equal the template's, and so is a `package.json`
+   while its `scripts` and runner keys (`jest`, `mocha`…) do; otherwise the template's
+   file is used (or, when the template had none, the agent's is removed).
 
 Without a known template (`ilh grade` without `--baseline`) only step 1 applies: the
 workspace's own tests and configuration are what the user asked to be trusted.
@@ -47,6 +48,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.metadata
+import json
 import os
 import re
 import shlex
@@ -64,7 +66,12 @@ from graders.baseline import is_test_file
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
     {"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
-     "conftest.py", "noxfile.py", "Makefile", "makefile", "GNUmakefile", ".coveragerc"}
+     "conftest.py", "noxfile.py", "Makefile", "makefile", "GNUmakefile", ".coveragerc",
+     # JavaScript runners: their configuration decides which tests run and how.
+     "jest.config.js", "jest.config.cjs", "jest.config.mjs", "jest.config.ts",
+     "jest.config.json", "vitest.config.js", "vitest.config.mjs", "vitest.config.ts",
+     "vitest.config.mts", ".mocharc.js", ".mocharc.cjs", ".mocharc.json", ".mocharc.yml",
+     ".mocharc.yaml", ".mocharc.jsonc", "karma.conf.js", "ava.config.js", "ava.config.mjs"}
 )  # fmt: skip
 #: The `[tool.*]` tables of a pyproject.toml that configure a test run.
 RUNNER_TABLES = ("pytest", "coverage", "tox")
@@ -238,8 +245,24 @@ def _files(root: Path) -> list[str]:
     return found
 
 
+#: The keys of a package.json that decide what `npm test` runs and how its runner is
+#: configured: an agent's `"scripts": {"test": "exit 0"}` made `npm test` pass.
+PACKAGE_RUNNER_KEYS = ("scripts", "jest", "mocha", "ava", "vitest", "c8", "nyc", "tap")
+#: Project manifests whose test-runner parts are the task's, the rest the agent's.
+_MANIFESTS = frozenset({"pyproject.toml", "package.json"})
+
+
 def _runner_tables(path: Path) -> dict[str, object] | None:
-    """The test-runner tables of a pyproject.toml; None when it does not parse."""
+    """The test-runner tables of a pyproject.toml (or keys of a package.json); None when
+    it does not parse."""
+    if path.name == "package.json":
+        try:
+            package = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            return None
+        if not isinstance(package, dict):
+            return None
+        return {k: package[k] for k in PACKAGE_RUNNER_KEYS if k in package}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
@@ -491,7 +514,7 @@ def _apply_template(
             why = _why_removed(rel, name, rel_here in import_dirs, shadowing)
             if why is None and under_named_dir(rel):
                 why = "not in the task's folder a check names"
-            if why is None and name == "pyproject.toml":
+            if why is None and name in _MANIFESTS:
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
                     why = "a runner hook: test-runner settings the task did not have"
@@ -509,12 +532,12 @@ def _apply_template(
             or rel in named
             or rel in data
             or under_named_dir(rel)
-            or name == "pyproject.toml"
+            or name in _MANIFESTS
         )
         if not wanted:
             continue
         source, target = template / rel, dest / rel
-        if name == "pyproject.toml" and target.is_file() and not target.is_symlink():
+        if name in _MANIFESTS and target.is_file() and not target.is_symlink():
             mine = _runner_tables(target)
             if mine is not None and mine == _runner_tables(source):
                 continue
