@@ -397,3 +397,24 @@ def test_an_agents_package_json_cannot_change_what_npm_test_runs(tmp_path: Path)
     changes = build_tree(work, template, tree, ())
     assert json.loads((tree / "package.json").read_text())["version"] == "2.0.0"
     assert changes.restored == ()
+
+
+def test_the_scripts_the_tasks_recipes_run_are_the_tasks(tmp_path: Path) -> None:
+    """`make test` runs the template's Makefile (restored), whose recipe runs
+    `sh scripts/check.sh`: the agent rewrote that script to exit 0."""
+    template, work = tmp_path / "template", tmp_path / "work"
+    for root in (template, work):
+        (root / "scripts").mkdir(parents=True)
+        (root / "scripts" / "check.sh").write_text("python -c 'import calc' && exit 1\n")
+        (root / "verify_all.py").write_text("raise SystemExit(1)\n")
+        (root / "Makefile").write_text("test:\n\t@sh scripts/check.sh\n")
+        (root / "package.json").write_text(
+            json.dumps({"scripts": {"test": "node verify.js && python verify_all.py"}})
+        )
+    (work / "scripts" / "check.sh").write_text("exit 0\n")
+    (work / "verify_all.py").write_text("raise SystemExit(0)\n")
+    changes = build_tree(work, template, tmp_path / "tree", check_scripts("make test"))
+    tree = tmp_path / "tree"
+    assert (tree / "scripts" / "check.sh").read_text().endswith("exit 1\n")
+    assert (tree / "verify_all.py").read_text() == "raise SystemExit(1)\n"
+    assert set(changes.restored) == {"scripts/check.sh", "verify_all.py"}

@@ -454,6 +454,31 @@ def _scripts_of(words: list[str], depth: int) -> set[str]:
     return found
 
 
+def recipe_scripts(template: Path) -> set[str]:
+    """The check scripts (`check_scripts`) the template's own recipes run: its Makefile's
+    recipe lines and its package.json's `scripts`. `make test` and `npm test` run
+    restored recipes, which named the agent's rewritten `scripts/check.sh`."""
+    found: set[str] = set()
+    for name in ("Makefile", "makefile", "GNUmakefile"):
+        try:
+            text = (template / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines()[:10_000]:
+            if line.startswith("\t"):
+                found |= check_scripts(line.strip().lstrip("@-+"))
+    try:
+        package = json.loads((template / "package.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        package = None
+    scripts = package.get("scripts") if isinstance(package, dict) else None
+    if isinstance(scripts, dict):
+        for command in list(scripts.values())[:1000]:
+            if isinstance(command, str):
+                found |= check_scripts(command)
+    return found
+
+
 def runner_paths(args: Iterable[str]) -> set[str]:
     """The files and folders a test runner's arguments name (`tests/`, `test_a.py`)."""
     return {rel for word in args if (rel := _relative(word)) is not None}
@@ -491,6 +516,7 @@ def _apply_template(
         for f in template_files
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
+    named = named | recipe_scripts(template)
     named_dirs = {n for n in named if (template / n).is_dir()}
     data = task_test_data(template, template_files, hidden)
     import_dirs = {"."} | {
