@@ -407,14 +407,28 @@ def test_the_scripts_the_tasks_recipes_run_are_the_tasks(tmp_path: Path) -> None
         (root / "scripts").mkdir(parents=True)
         (root / "scripts" / "check.sh").write_text("python -c 'import calc' && exit 1\n")
         (root / "verify_all.py").write_text("raise SystemExit(1)\n")
-        (root / "Makefile").write_text("test:\n\t@sh scripts/check.sh\n")
-        (root / "package.json").write_text(
-            json.dumps({"scripts": {"test": "node verify.js && python verify_all.py"}})
+        (root / "server.js").write_text("// the task's stub: the agent writes the server\n")
+        (root / "Makefile").write_text(
+            "run:\n\tnode server.js\n\ntest: run\n\t@sh scripts/check.sh\n"
         )
+        (root / "package.json").write_text(
+            json.dumps(
+                {"scripts": {"start": "node server.js",
+                             "test": "node verify.js && python verify_all.py"}}
+            )
+        )  # fmt: skip
     (work / "scripts" / "check.sh").write_text("exit 0\n")
     (work / "verify_all.py").write_text("raise SystemExit(0)\n")
+    (work / "server.js").write_text("// the agent's server\n")
     changes = build_tree(work, template, tmp_path / "tree", check_scripts("make test"))
     tree = tmp_path / "tree"
     assert (tree / "scripts" / "check.sh").read_text().endswith("exit 1\n")
     assert (tree / "verify_all.py").read_text() == "raise SystemExit(1)\n"
     assert set(changes.restored) == {"scripts/check.sh", "verify_all.py"}
+    # What the other recipes run (`make run`, `npm start`) is the agent's work.
+    assert (tree / "server.js").read_text() == "// the agent's server\n"
+
+
+def test_a_script_argument_that_is_the_agents_work_stays_the_agents() -> None:
+    assert check_scripts("node check.js app.js") == {"check.js"}
+    assert check_scripts("timeout 9 node app.js") == {"app.js"}  # the program: as before

@@ -375,7 +375,7 @@ def check_scripts(command: str, _depth: int = 0) -> set[str]:
     shell's `-c` text runs, the module of `python -m verify` — when it looks like a check
     script: a shell, JavaScript, Ruby or Perl script, a file without a suffix, or a
     Python file (module) named `check…`, `verify…`, `grade…`, `run_tests…`; and any
-    other word naming such a script by its suffix or name. A Python module a check runs
+    other word naming a script so named (`make -f check.mk`). A Python module a check runs
     otherwise (`python slug.py`) is the agent's work, graded as written; a check script
     that must never change belongs in the hidden checks.
 
@@ -419,12 +419,15 @@ def _scripts_of(words: list[str], depth: int) -> set[str]:
             words.pop(0)
     if not words:
         return set()
+    # Any other word naming a check script by its name (`node check.js app.js`: check.js,
+    # never the agent's app.js).
     found = {
         rel
         for word in words[1:]
         if not any(c.isspace() for c in word)
         and (rel := _relative(word)) is not None
         and _looks_like_script(rel, bare_ok=False)
+        and _CHECK_SCRIPT.match(PurePosixPath(rel).name) is not None
     }
     program = words[0]
     if _INTERPRETERS.match(program):
@@ -454,27 +457,39 @@ def _scripts_of(words: list[str], depth: int) -> set[str]:
     return found
 
 
+#: The recipes that run a project's checks: a Makefile's `test`, `check`, `verify`
+#: targets (`test-unit`…), a package.json's `test`, `pretest`, `test:unit` scripts.
+#: Others (`start`, `build`) run the agent's own code, graded as written.
+_CHECK_RECIPE = re.compile(r"^(?:pre|post)?(?:tests?|check|verify|ci)(?:[-_:.][\w:.-]*)?$")
+_MAKE_TARGET = re.compile(r"^([A-Za-z0-9_.-]+)\s*:(?!=)")
+
+
 def recipe_scripts(template: Path) -> set[str]:
-    """The check scripts (`check_scripts`) the template's own recipes run: its Makefile's
-    recipe lines and its package.json's `scripts`. `make test` and `npm test` run
-    restored recipes, which named the agent's rewritten `scripts/check.sh`."""
+    """The check scripts (`check_scripts`) the template's own check recipes run: its
+    Makefile's `test`/`check`/`verify` recipe lines and its package.json's `test`
+    scripts. `make test` and `npm test` run restored recipes, which named the agent's
+    rewritten `scripts/check.sh`."""
     found: set[str] = set()
     for name in ("Makefile", "makefile", "GNUmakefile"):
         try:
             text = (template / name).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
+        checking = False
         for line in text.splitlines()[:10_000]:
             if line.startswith("\t"):
-                found |= check_scripts(line.strip().lstrip("@-+"))
+                if checking:
+                    found |= check_scripts(line.strip().lstrip("@-+"))
+            elif (target := _MAKE_TARGET.match(line)) is not None:
+                checking = _CHECK_RECIPE.match(target.group(1)) is not None
     try:
         package = json.loads((template / "package.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         package = None
     scripts = package.get("scripts") if isinstance(package, dict) else None
     if isinstance(scripts, dict):
-        for command in list(scripts.values())[:1000]:
-            if isinstance(command, str):
+        for key, command in list(scripts.items())[:1000]:
+            if isinstance(command, str) and _CHECK_RECIPE.match(str(key)):
                 found |= check_scripts(command)
     return found
 
