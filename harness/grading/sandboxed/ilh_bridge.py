@@ -945,8 +945,8 @@ def serve(fd: int, root: str, hidden: Sequence[str] = ()) -> None:
     if problem is not None:
         # Said in the check's output (the record keeps it; a hidden check's output never
         # reaches the agent): the hidden tests were readable by the code under test.
-        print(f"ilh: the hidden checks could not be hidden from the solution: {problem}",
-              file=sys.stderr)  # fmt: skip
+        print(f"ilh: the hidden checks and the report folder stay open to the code under "
+              f"test: {problem}", file=sys.stderr)  # fmt: skip
     sock = socket.socket(fileno=fd)
     os.chdir(root)
     sys.path.insert(0, root)
