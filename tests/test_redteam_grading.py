@@ -365,6 +365,9 @@ def test_the_data_a_hidden_test_reads_from_the_workspace_is_the_tasks(tmp_path: 
     task.write_text(task.read_text().replace("[rubric]\n", '[rubric]\nchecks = "checks"\n'))
     outcome = run(task)
     never_complete(outcome)
+    # Restored without a word: telling the agent would say which files hidden tests read.
+    assert "tests_changed" not in {v["kind"] for v in outcome["violations"]}
+    assert "cases.json" not in json.dumps(outcome)
     honest = writes("Writing add.", {"calc.py": "def add(a, b):\n    return a + b\n"})
     (tmp_path / "agent.jsonl").write_text("".join(json.dumps(t) + "\n" for t in [honest, claim()]))
     (tmp_path / "runs.db").unlink()
