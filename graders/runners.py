@@ -88,6 +88,7 @@ def runner_call(command: str, checks_path: str | None = None) -> RunnerCall | No
         argv = shlex.split(command)
     except ValueError:
         return None
+    argv = _unwrapped(argv)
     if not argv:
         return None
     head = PurePosixPath(argv[0]).name
@@ -105,6 +106,29 @@ def runner_call(command: str, checks_path: str | None = None) -> RunnerCall | No
     if rest[1] == "unittest":
         return RunnerCall(kind="unittest", args=tuple(rest[2:]))
     return None
+
+
+#: Programs that only run the command after them: `timeout 60 python -m pytest` is the
+#: runner's call (the check has its own time limit). Without this, such a check kept
+#: exit-code semantics, and the code under test ended the run with `os._exit(0)`.
+_WRAPPERS = {"timeout": 1, "env": 0, "exec": 0, "nice": 0, "command": 0, "nohup": 0}
+_WRAPPER_VALUED = {"-s", "--signal", "-k", "--kill-after", "-n", "--adjustment"}
+
+
+def _unwrapped(argv: list[str]) -> list[str]:
+    """`argv` past its wrappers (`timeout [-k 5] 60`, `env`, `exec`, `nice [-n N]`); an
+    `env` that sets or unsets variables is not unwrapped (the run would differ)."""
+    while argv and PurePosixPath(argv[0]).name in _WRAPPERS:
+        name = PurePosixPath(argv[0]).name
+        rest = argv[1:]
+        while rest and rest[0].startswith("-"):
+            if name == "env":
+                return argv  # `env -i`, `env -u NAME`: another environment
+            rest = rest[2:] if rest[0] in _WRAPPER_VALUED else rest[1:]
+        if name == "env" and rest and "=" in rest[0]:
+            return argv
+        argv = rest[_WRAPPERS[name] :]
+    return argv
 
 
 def _only_quoted_specials(command: str) -> bool:

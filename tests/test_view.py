@@ -170,3 +170,89 @@ def test_a_certificate_file_is_viewed_without_its_store(
     assert "Traceback" not in done.output
     done = CliRunner().invoke(ilh, ["view", str(tmp_path / "missing.json")])
     assert done.exit_code == 2 and "cannot read the certificate" in done.output
+
+
+def test_a_hand_edited_record_is_escaped_and_flagged(tmp_path: Path) -> None:
+    """A record edited outside the harness (or handed over from elsewhere) may hold
+    markup where a number was, and may show a completion nobody verified: the page
+    escapes it, forbids scripts itself, and says the record does not verify."""
+    import sqlite3
+
+    store, run_id = run_with_hostile_output(tmp_path)
+    clean = tmp_path / "clean.html"
+    done = CliRunner().invoke(ilh, ["view", run_id, "--store", str(store), "--out", str(clean)])
+    assert done.exit_code == 0, done.output
+    assert 'id="tampered"' not in clean.read_text()
+    assert "Content-Security-Policy" in clean.read_text()
+
+    conn = sqlite3.connect(store)
+    conn.execute("DROP TRIGGER events_no_update")
+    conn.execute(
+        "UPDATE events SET payload = json_set(payload, '$.usage.input_tokens', ?, "
+        "'$.usage.output_tokens', json('[1]')) WHERE run_id = ? AND kind = 'model_call'",
+        ("<script>alert(1)</script>", run_id),
+    )
+    conn.commit()
+    conn.close()
+    for argv in (["view", run_id, "--out"], ["runs", "export", run_id, "--html", "--out"]):
+        out = tmp_path / f"{argv[0]}.html"
+        done = CliRunner().invoke(ilh, [*argv, str(out), "--store", str(store)])
+        assert done.exit_code == 0, done.output
+        page = out.read_text()
+        assert "<script" not in page
+        dom = Dom()
+        dom.feed(page)
+        assert not [tag for tag, _ in dom.tags if tag in ("script", "link", "img", "iframe")]
+        assert 'id="tampered"' in page and "does not verify" in page
+        head = page.split("</head>", 1)[0]
+        assert "default-src 'none'" in head
+
+
+def test_the_page_is_never_written_through_a_planted_link_or_into_a_pipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A certificate's default page name is predictable (`ilh-certificate-<digest>.html`):
+    a link of that name handed over beside the certificate made `ilh view` overwrite the
+    file it pointed at, and a pipe of that name made it hang."""
+    import os
+
+    folder = copy_example("certify_clean", tmp_path)
+    code, _, result = certify(
+        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "project",
+        "--certificate", "h.cert.json",
+    )  # fmt: skip
+    assert code == 0, result.output
+    digest = json.loads((folder / "h.cert.json").read_text())["target_identity"][7:19]
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    planted = folder / f"ilh-certificate-{digest}.html"
+    planted.symlink_to(victim)
+    done = CliRunner().invoke(ilh, ["view", "h.cert.json"])
+    assert done.exit_code == 2 and "link" in done.output
+    assert victim.read_text() == "precious\n"
+    os.mkfifo(folder / "pipe.html")
+    done = CliRunner().invoke(ilh, ["view", "h.cert.json", "--out", "pipe.html"])
+    assert done.exit_code == 2 and "pipe" in done.output
+    # A regular file of that name is replaced, as before.
+    planted.unlink()
+    planted.write_text("old page")
+    done = CliRunner().invoke(ilh, ["view", "h.cert.json"])
+    assert done.exit_code == 0, done.output
+    assert planted.read_text().startswith("<!doctype html>")
+
+
+def test_outputs_named_by_a_pipe_are_refused_not_waited_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--markdown`, `--certificate` and `--record` looked for a run store or a recording
+    in the file named, opening a pipe for reading: it hung."""
+    import os
+
+    folder = copy_example("certify_clean", tmp_path)
+    os.mkfifo(folder / "pipe")
+    for option in ("--markdown", "--record", "--certificate"):
+        code, _, result = certify(
+            folder, monkeypatch, "handoff.md", "--role", "implementer", "--source",
+            "project", option, "pipe",
+        )  # fmt: skip
+        assert code == 2, (option, result.output)

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from rich.console import Console
-from rich.markup import escape
 from rich.prompt import Prompt
 
 from graders.refuter import ADVISORIES, Finding
 from harness.certify.certificate import GateAnswer
 from harness.certify.contract import PremiseAnswer
+from harness.secrets.terminal import shown
 
 ContractAnswer = tuple[Literal["confirm"], None] | tuple[Literal["correct"], str]
 
@@ -63,7 +63,7 @@ class PromptGate:
             raise UserLeft() from None
 
     def contract(self, field: str, value: str) -> ContractAnswer | None:
-        self.console.print(f"[bold]{field}[/] was not written by you: [italic]{escape(value)}[/]")
+        self.console.print(f"[bold]{field}[/] was not written by you: [italic]{shown(value)}[/]")
         choice = self._ask("Confirm or correct it?", choices=["confirm", "correct"])
         if choice == "confirm":
             return ("confirm", None)
@@ -71,9 +71,9 @@ class PromptGate:
 
     def residual(self, finding: Finding) -> GateAnswer | None:
         self.console.print(
-            f"\n[bold]{escape(finding.quoted_token)}[/] at {finding.location} "
-            f"({finding.category}): {escape(finding.why_unresolvable)}\n"
-            f"  advisory: {finding.advisory} — {escape(finding.repair_note)}"
+            f"\n[bold]{shown(finding.quoted_token)}[/] at {shown(finding.location)} "
+            f"({shown(finding.category)}): {shown(finding.why_unresolvable)}\n"
+            f"  advisory: {finding.advisory} — {shown(finding.repair_note)}"
         )
         self.console.print(
             "  1. Resolve — supply the definition or reference that resolves it\n"
@@ -98,7 +98,7 @@ class PromptGate:
 
     def premise(self, problem: str | None) -> PremiseAnswer | None:
         if problem:
-            self.console.print(f"[bold red]{escape(problem)}[/]")
+            self.console.print(f"[bold red]{shown(problem)}[/]")
         self.console.print(
             "\n[bold]Qp[/]: this record is carried downstream (a repair, a certificate "
             "file or premises). Who receives it, and where does its authoritative copy live?"

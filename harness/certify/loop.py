@@ -833,6 +833,11 @@ def check_landing(landing: Path, target: Target) -> None:
         raise InputError(
             str(landing), "E303", "--certificate names a folder; name the file to write"
         )
+    if landing.exists() and not landing.is_file():
+        # A pipe: writing the certificate would wait for a reader, for ever.
+        raise InputError(
+            str(landing), "E303", "--certificate names a pipe or device; name a regular file"
+        )
     folder = landing.parent if str(landing.parent) else Path(".")
     if not folder.is_dir() or not os.access(folder, os.W_OK):
         raise InputError(str(landing), "E500", "cannot write the certificate there")

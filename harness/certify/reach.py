@@ -15,6 +15,7 @@ Reach is the target and the granted sources (`--source`), nothing else. A locato
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import stat
 from dataclasses import dataclass, field
@@ -158,9 +159,12 @@ class Reach:
     # -- resolves_at -----------------------------------------------------------------
 
     def ephemeral_root(self, locator: str) -> str | None:
-        for root in self.lexicon.ephemeral_roots:
-            if locator.startswith(root) or locator.rstrip("/") + "/" == root:
-                return root
+        # `//tmp/x` and `/var/./tmp/x` are `/tmp/x` and `/var/tmp/x` to the system.
+        plain = posixpath.normpath(locator) + ("/" if locator.endswith("/") else "")
+        for given in dict.fromkeys((locator, plain)):
+            for root in self.lexicon.ephemeral_roots:
+                if given.startswith(root) or given.rstrip("/") + "/" == root:
+                    return root
         return None
 
     def resolve_path(self, locator: str) -> Resolution:

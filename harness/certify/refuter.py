@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -250,8 +251,22 @@ def refuter_folder(
         yield Workspace(root)
 
 
+#: Credential files and folders by their usual names: never copied for the refuter. A
+#: granted folder is the user's project (`--source .`), which may hold its `.env` or a
+#: key; the refuter is a model (often a remote one) reading an untrusted target that may
+#: ask it to quote what it finds into its findings, which the certificate carries away.
+_CREDENTIAL_NAME = re.compile(
+    r"^(?:\.env(?:\..*)?|.*\.(?:pem|key|p12|pfx|jks|keystore|kdbx|gpg|asc|ovpn)"
+    r"|id_(?:rsa|dsa|ecdsa|ed25519)(?:_sk)?(?:\.pub)?|\.netrc|_netrc|\.npmrc|\.pypirc"
+    r"|\.git-credentials|\.pgpass|\.htpasswd|credentials(?:\.json|\.ya?ml)?"
+    r"|\.ssh|\.gnupg|\.aws|\.azure|\.kube|\.docker|secrets?(?:\..*)?)$",
+    re.IGNORECASE,
+)
+
+
 def _copy(source: Path, dest: Path, budget: list[int]) -> None:
-    """Regular files and folders only (no symlinks, no special files), within a size cap."""
+    """Regular files and folders only (no symlinks, no special files, no credential
+    files by their usual names inside a folder), within a size cap."""
     if source.is_symlink():
         return
     if source.is_file():
@@ -264,8 +279,8 @@ def _copy(source: Path, dest: Path, budget: list[int]) -> None:
     if source.is_dir():
         dest.mkdir(parents=True, exist_ok=True)
         for entry in sorted(os.scandir(source), key=lambda e: e.name):
-            if entry.name in SKIPPED_DIRS:
-                continue
+            if entry.name in SKIPPED_DIRS or _CREDENTIAL_NAME.match(entry.name):
+                continue  # (a file the user granted by name is copied: their choice)
             _copy(Path(entry.path), dest / entry.name, budget)
 
 

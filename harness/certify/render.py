@@ -8,7 +8,14 @@ from harness.certify.certificate import Certificate
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _line(text).replace("|", "\\|")
+
+
+def _line(text: str) -> str:
+    """Free text (a contract field, a premise, a reason, a basis) kept on its line: a
+    line break in it would start a line of its own, where `# CERTIFIED: …` is a heading
+    that the certificate never said (a NOT CERTIFIED page showed two)."""
+    return " ".join(text.split()) if any(c in text for c in "\n\r\v\f\x85\u2028\u2029") else text
 
 
 def render_markdown(cert: Certificate) -> str:
@@ -16,7 +23,7 @@ def render_markdown(cert: Certificate) -> str:
     head = "CERTIFIED" if cert.certified else "NOT CERTIFIED"
     realization = verdict.realization if verdict else "none (no valid verdict)"
     lines = [
-        f"# {head}: {cert.target.locator}",
+        f"# {head}: {_line(cert.target.locator)}",
         "",
         f"- target identity: `{cert.target_identity}`",
         f"- realization: **{realization}**"
@@ -29,42 +36,48 @@ def render_markdown(cert: Certificate) -> str:
         + (f" ({len(cert.outcome.deltas)} delta(s))" if cert.outcome.kind == "Repaired" else ""),
         f"- passes: {cert.passes}; issued {cert.issued_at}"
         + (f"; run {cert.run_id}" if cert.run_id else ""),
-        f"- activation edge: {cert.activation_edge.verb}",
+        f"- activation edge: {_line(cert.activation_edge.verb)}",
     ]
     if cert.reason:
-        lines += ["", f"**Reason:** {cert.reason}"]
+        lines += ["", f"**Reason:** {_line(cert.reason)}"]
     if cert.awaiting_confirmation:
-        lines += ["", "Awaiting the user's confirmation: " + ", ".join(cert.awaiting_confirmation)]
+        lines += [
+            "",
+            "Awaiting the user's confirmation: "
+            + ", ".join(_line(a) for a in cert.awaiting_confirmation),
+        ]
     procedure = cert.reception_procedure
     lines += [
         "",
         "## Reception procedure",
         "",
-        f"- role: {procedure.role}",
+        f"- role: {_line(procedure.role)}",
         "- granted sources: "
-        + (", ".join(f"`{s.locator}`" for s in procedure.granted_sources) or "(none)"),
+        + (", ".join(f"`{_line(s.locator)}`" for s in procedure.granted_sources) or "(none)"),
         "- verification commands: "
-        + (", ".join(f"`{c}`" for c in procedure.verification_commands) or "(none)"),
-        f"- execution scope: {procedure.execution_scope}",
-        f"- stop condition: {procedure.stop_condition}",
+        + (", ".join(f"`{_line(c)}`" for c in procedure.verification_commands) or "(none)"),
+        f"- execution scope: {_line(procedure.execution_scope)}",
+        f"- stop condition: {_line(procedure.stop_condition)}",
         "",
         "Dereference steps (run them with your own tools):",
         "",
-        *(f"{n}. {step}" for n, step in enumerate(procedure.dereference_steps, 1)),
+        *(f"{n}. {_line(step)}" for n, step in enumerate(procedure.dereference_steps, 1)),
     ]
     gate = cert.premise_gate
     if gate.fired and gate.consumer_profile is not None:
         profile = gate.consumer_profile
         lines += [
             "",
-            f"Authority: {gate.authority_line()} (recipient: {profile.recipient_class}, "
+            f"Authority: {_line(gate.authority_line() or '')} "
+            f"(recipient: {profile.recipient_class}, "
             f"{'with' if profile.substrate_access else 'without'} access to the sources; "
             f"answered by {gate.answered_by})",
         ]
     if procedure.premises:
         lines += ["", "Premises to reconfirm:", ""]
         lines += [
-            f"- {p.claim}" + (f" (deferred until: {p.deferral})" if p.deferral else "")
+            f"- {_line(p.claim)}"
+            + (f" (deferred until: {_line(p.deferral)})" if p.deferral else "")
             for p in procedure.premises
         ]
     if verdict is not None:
@@ -92,7 +105,7 @@ def render_markdown(cert: Certificate) -> str:
                 else r.answer.tag + ("" if not r.deferred else " (deferred)")
             )
             lines.append(
-                f"| `{_cell(f.quoted_token)}` | {f.location} | {f.category} | "
+                f"| `{_cell(f.quoted_token)}` | {_cell(f.location)} | {_cell(f.category)} | "
                 f"{_cell(f.why_unresolvable)} | {f.advisory} | {answer} |"
             )
     observed = [j for j in cert.judgments if j.observation == "observed"]
@@ -108,5 +121,5 @@ def render_markdown(cert: Certificate) -> str:
     for j in [*observed, *unobserved]:
         v = j.verdict
         if v.kind == "Reference":
-            lines.append(f"- `{v.stable_ref.locator}` ({j.observation}): {j.basis}")
+            lines.append(f"- `{_line(v.stable_ref.locator)}` ({j.observation}): {_line(j.basis)}")
     return "\n".join(lines) + "\n"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -48,8 +49,8 @@ _EXT = (
 )
 _PATH = re.compile(
     r"(?<![\w/.:@$~-])"
-    r"(?:(?:~|\$\{?[A-Za-z_]+\}?|%[A-Z]+%|\.{1,2})?/(?:[\w.@+-]+/)*[\w.@+-]*[\w/]"  # rooted
-    r"|(?:[\w@+-][\w.@+-]*/)+(?:[\w.@+-]*[\w])?/?"  # relative with a slash
+    r"(?:(?:~|\$\{?[A-Za-z_]+\}?|%[A-Z]+%|\.{1,2})?/+(?:[\w.@+-]+/+)*[\w.@+-]*[\w/]"  # rooted
+    r"|(?:[\w@+-][\w.@+-]*/+)+(?:[\w.@+-]*[\w])?/?"  # relative with a slash
     r"|[\w-][\w.-]*\." + _EXT + r")"  # a bare file name
     r"(?![\w/])"
 )
@@ -286,21 +287,41 @@ def _phrases_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(parts), re.IGNORECASE) if parts else None
 
 
+def folded(line: str) -> tuple[str, list[int]]:
+    """The line as a reader sees it — format characters (zero-width spaces and joiners,
+    soft hyphens, bidi marks) dropped, compatibility forms folded one for one (full-width
+    `Ａｓ ａｂｏｖｅ`, a no-break space) — and, per character of it, its column in `line`.
+    A disguised anchor ("As\u200b above") certified as clean before this."""
+    if line.isascii():
+        return line, list(range(len(line)))
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(line):
+        if unicodedata.category(ch) == "Cf":
+            continue
+        plain = unicodedata.normalize("NFKC", ch)
+        out.append(plain if len(plain) == 1 else ch)
+        where.append(i)
+    return "".join(out), where
+
+
 def deictic(shape: Shape, phrases: tuple[str, ...], scan: Scan) -> None:
     pattern = _phrases_pattern(phrases)
     hits = 0
-    for n, line in enumerate(shape.prose, 1):
+    for n, raw in enumerate(shape.prose, 1):
         if pattern is None:
             break
+        line, where = folded(raw)
         for match in pattern.finditer(line):
-            token = shape.lines[n - 1][match.start() : match.end()]
+            start, end = where[match.start()], where[match.end() - 1] + 1
+            token = shape.lines[n - 1][start:end]
             hits += 1
             scan.findings.append(
                 LintFinding(
                     _finding(
                         token,
                         n,
-                        match.start() + 1,
+                        start + 1,
                         "deictic-anchors",
                         f"'{token}' points at something by its place in the author's "
                         "session; a fresh receiver has no 'above' or 'earlier'",

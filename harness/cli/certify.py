@@ -39,6 +39,7 @@ from harness.models.clients.options import ClientOptions
 from harness.models.interface import ModelClient
 from harness.record.store import DEFAULT_STORE_PATH, StoreError
 from harness.run.setup import client_from_uri, close_client, default_store
+from harness.secrets.terminal import printable
 
 EXIT_CERTIFIED = 0
 EXIT_NOT_CERTIFIED = 1
@@ -312,7 +313,9 @@ def emit(
     if as_json:
         click.echo(result.to_json())
     else:
-        click.echo(render_markdown(result), nl=False)
+        # Quoted tokens and refuter text come from an untrusted target: shown, never
+        # obeyed by the terminal.
+        click.echo(printable(render_markdown(result)), nl=False)
 
 
 def run_check(cert: Path, target: str | None, as_json: bool) -> int:
@@ -320,13 +323,18 @@ def run_check(cert: Path, target: str | None, as_json: bool) -> int:
     if as_json:
         click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
     else:
+        # A certificate is handed over, so its locators are anyone's text: shown, never
+        # obeyed (a carriage return once drew "ok: …" over a problem line).
         click.echo(
-            f"{'ok' if report.ok else 'CHANGED'}: {report.target} against {report.certificate}"
+            printable(
+                f"{'ok' if report.ok else 'CHANGED'}: {report.target} against {report.certificate}"
+            )
         )
-        for line in report.problems:
-            click.echo(f"  problem: {line}")
-        for line in report.checked:
-            click.echo(f"  checked: {line}")
-        for line in report.unobserved:
-            click.echo(f"  unobserved: {line}")
+        for label, lines in (
+            ("problem", report.problems),
+            ("checked", report.checked),
+            ("unobserved", report.unobserved),
+        ):
+            for line in lines:
+                click.echo(f"  {label}: {printable(line)}")
     return EXIT_CERTIFIED if report.ok else EXIT_NOT_CERTIFIED

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -87,12 +88,26 @@ def same_file(a: Path, b: Path) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def is_run_store(path: Path) -> bool:
+def _regular_head(path: Path, limit: int) -> bytes | None:
+    """Up to `limit` first bytes of `path` when it is a regular file, else None. Opened
+    without blocking: an output named by a pipe (`--out pipe.html`) hung in this look
+    before anything was written."""
     try:
-        with path.open("rb") as file:
-            return file.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return False
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def is_run_store(path: Path) -> bool:
+    return _regular_head(path, len(SQLITE_MAGIC)) == SQLITE_MAGIC
 
 
 def refuse_overwriting(out: Path, what: str, keep: Iterable[tuple[Path, str]] = ()) -> None:
@@ -104,6 +119,17 @@ def refuse_overwriting(out: Path, what: str, keep: Iterable[tuple[Path, str]] = 
             raise BadInput(str(out), "E303", f"{what} would overwrite {name}; name another file")
     if is_run_store(out):
         raise BadInput(str(out), "E303", f"{what} would overwrite a run store; name another file")
+    try:
+        mode = out.stat().st_mode
+    except OSError:  # a new file, or one the writer will say it cannot write
+        return
+    if not stat.S_ISREG(mode):
+        # A pipe would hang the command until someone reads it; a device or folder is
+        # no place for it.
+        raise BadInput(
+            str(out), "E303", f"{what} would be written into a pipe, device or folder: "
+            "name a regular file",
+        )  # fmt: skip
 
 
 def refuse_recording_over(record: Path, keep: Iterable[tuple[Path, str]] = ()) -> None:
@@ -111,11 +137,10 @@ def refuse_recording_over(record: Path, keep: Iterable[tuple[Path, str]] = ()) -
     whose content is not already a recording (a README named by mistake would be
     corrupted, not recorded to)."""
     refuse_overwriting(record, "the recording", keep)
-    try:
-        with record.open("rb") as file:
-            first = file.readline(1 << 20).strip()
-    except OSError:  # a new file, or one that cannot be written: the recorder says so
+    head = _regular_head(record, 1 << 20)
+    if head is None:  # a new file, or one that cannot be written: the recorder says so
         return
+    first = head.split(b"\n", 1)[0].strip()
     if not first:
         return
     try:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -348,9 +351,11 @@ def page_of(ref: str, store_path: Path) -> tuple[str, str]:
         try:
             summary = store.get_run(ref)
             events = store.events(summary.run_id)
+            checked = store.verify(summary.run_id)
         except UnknownRun as err:
             raise BadInput(ref, "E500", str(err)) from None
-    return summary.run_id, render_run(summary, events)
+    problems = [] if checked.ok else (checked.problems or [f"record MAC: {checked.mac}"])
+    return summary.run_id, render_run(summary, events, problems)
 
 
 def read_certificate(path: Path) -> Certificate:
@@ -374,9 +379,31 @@ def read_certificate(path: Path) -> Certificate:
 
 
 def write_page(page: str, target: Path) -> Path:
+    """Write the page to `target`, a regular file (created or replaced), never through a
+    symbolic link or into a pipe or device. The default name is predictable (a
+    certificate's is `ilh-certificate-<its digest>.html`): a link of that name planted
+    beside a handed-over certificate made `ilh view` overwrite the file it pointed at
+    (`~/.bashrc`, with lines of the page), and a pipe of that name made it hang."""
     refuse_overwriting(target, "the page")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        target.write_bytes(page.encode("utf-8"))
+        fd = os.open(target, flags, 0o644)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENXIO) or target.is_symlink():
+            raise BadInput(
+                str(target), "E303", "the page would be written through a link or into a "
+                "pipe or device: name a regular file",
+            ) from None  # fmt: skip
+        raise BadInput(str(target), "E500", f"cannot write it: {err.strerror or err}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadInput(str(target), "E303", "the page would be written into a device: "
+                           "name a regular file")  # fmt: skip
+        os.ftruncate(fd, 0)
+        with os.fdopen(fd, "wb", closefd=False) as out:
+            out.write(page.encode("utf-8"))
     except OSError as err:
         raise BadInput(str(target), "E500", f"cannot write it: {err.strerror or err}") from None
+    finally:
+        os.close(fd)
     return target

@@ -122,7 +122,7 @@ class CheckRunner:
         # script a free command runs.
         named = runner_paths(call.args) if call is not None else check_scripts(criterion.run or "")
         try:
-            changes = build_tree(self.workspace, self.sources.template, tree, named)
+            changes = build_tree(self.workspace, self.sources.template, tree, named, checks)
         except TreeError as exc:
             raise OSError(str(exc)) from exc
         self.changes.append(changes)

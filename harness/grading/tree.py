@@ -24,10 +24,16 @@ only when they stay inside it, dereferenced):
 3. restored from the template: every test file, every runner configuration file, every
    file or folder a test runner's arguments name (`pytest verify/`) and the check script
    a free command runs (`sh check.sh`, `python verify.py`: see `check_scripts`):
-   the template's bytes, whatever the agent made of them. A `pyproject.toml` is kept as
+   the template's bytes, whatever the agent made of them; and so is every *test data*
+   file: a file of the template that is not Python source and that one of the
+   template's test files names by a string literal (`"cases.json"`, `"data/in.txt"`,
+   relative to the root or to the test's folder), or that lies in a folder a test names
+   that way (`"fixtures"`): the expected values a test compares with are the task's,
+   not the agent's to rewrite (see `task_test_data`). A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
-   `[tool.coverage…]`, `[tool.tox]`) equal the template's; otherwise the template's file
-   is used (or, when the template had none, the agent's is removed).
+   `[tool.coverage…]`, `[tool.tox]`) equal the template's, and so is a `package.json`
+   while its `scripts` and runner keys (`jest`, `mocha`…) do; otherwise the template's
+   file is used (or, when the template had none, the agent's is removed).
 
 Without a known template (`ilh grade` without `--baseline`) only step 1 applies: the
 workspace's own tests and configuration are what the user asked to be trusted.
@@ -39,8 +45,10 @@ otherwise rewrite the tests it is graded by.
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib.metadata
+import json
 import os
 import re
 import shlex
@@ -58,7 +66,12 @@ from graders.baseline import is_test_file
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
     {"pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
-     "conftest.py", "noxfile.py", "Makefile", "makefile", "GNUmakefile", ".coveragerc"}
+     "conftest.py", "noxfile.py", "Makefile", "makefile", "GNUmakefile", ".coveragerc",
+     # JavaScript runners: their configuration decides which tests run and how.
+     "jest.config.js", "jest.config.cjs", "jest.config.mjs", "jest.config.ts",
+     "jest.config.json", "vitest.config.js", "vitest.config.mjs", "vitest.config.ts",
+     "vitest.config.mts", ".mocharc.js", ".mocharc.cjs", ".mocharc.json", ".mocharc.yml",
+     ".mocharc.yaml", ".mocharc.jsonc", "karma.conf.js", "ava.config.js", "ava.config.mjs"}
 )  # fmt: skip
 #: The `[tool.*]` tables of a pyproject.toml that configure a test run.
 RUNNER_TABLES = ("pytest", "coverage", "tox")
@@ -232,8 +245,24 @@ def _files(root: Path) -> list[str]:
     return found
 
 
+#: The keys of a package.json that decide what `npm test` runs and how its runner is
+#: configured: an agent's `"scripts": {"test": "exit 0"}` made `npm test` pass.
+PACKAGE_RUNNER_KEYS = ("scripts", "jest", "mocha", "ava", "vitest", "c8", "nyc", "tap")
+#: Project manifests whose test-runner parts are the task's, the rest the agent's.
+_MANIFESTS = frozenset({"pyproject.toml", "package.json"})
+
+
 def _runner_tables(path: Path) -> dict[str, object] | None:
-    """The test-runner tables of a pyproject.toml; None when it does not parse."""
+    """The test-runner tables of a pyproject.toml (or keys of a package.json); None when
+    it does not parse."""
+    if path.name == "package.json":
+        try:
+            package = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            return None
+        if not isinstance(package, dict):
+            return None
+        return {k: package[k] for k in PACKAGE_RUNNER_KEYS if k in package}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
@@ -246,7 +275,7 @@ def _runner_tables(path: Path) -> dict[str, object] | None:
 
 
 _INTERPRETERS = re.compile(r"^(?:.*/)?(?:sh|bash|zsh|dash|python[0-9.]*|node|ruby|perl)$")
-_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".rb", ".pl")
+_SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".rb", ".pl", ".mk")
 _CHECK_SCRIPT = re.compile(r"^(?:check|verify|grade|run_tests|runtests)", re.IGNORECASE)
 
 
@@ -261,38 +290,207 @@ def _relative(word: str) -> str | None:
     return pure.as_posix()
 
 
-def check_scripts(command: str) -> set[str]:
-    """The script a free command runs as its program — its first word (`./check.sh`),
-    or the first word after an interpreter (`sh check.sh`, `python verify.py`) — when it
-    looks like a check script: a shell, JavaScript, Ruby or Perl script, a file without
-    a suffix, or a Python file named `check…`, `verify…`, `grade…`, `run_tests…`. A
-    Python module a check runs otherwise (`python slug.py`) is the agent's work, graded
-    as written; a check script that must never change belongs in the hidden checks."""
+#: Files never taken for test data: Python source is the agent's work (a test imports
+#: the module it grades, and may read its text) or, when it is a test, restored anyway;
+#: documentation (`README.md`) is a deliverable a test may read to check it was written.
+_SOURCE_SUFFIXES = (".py", ".pyi", ".pyw", ".md", ".rst", ".adoc")
+#: A test file is read for its literals only up to this size (a template's, so small).
+_MAX_TEST_SOURCE = 4 * 1024 * 1024
+
+
+def _literals(path: Path) -> set[str]:
+    """The string constants of a Python file (empty when it does not parse)."""
     try:
-        words = shlex.split(command)
+        if path.stat().st_size > _MAX_TEST_SOURCE:
+            return set()
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value
+    }
+
+
+def task_test_data(
+    template: Path, template_files: Iterable[str], hidden: Path | None = None
+) -> set[str]:
+    """The template's test data: its files that are not Python source and that a test
+    file of the template names by a string literal, or that lie in a folder one names
+    (relative to the root, or to the test file's folder); and those a test of the
+    `hidden` checks folder names (relative to the root, where it runs).
+
+    Why: a test that reads its expected values from a file (`cases.json` beside
+    `test_calc.py`) passes for any code once the agent rewrote that file; an agent did
+    exactly that (`add` returning 0, the cases rewritten to expect 0) and was verified.
+    The cost: a data file the task asks the agent to change, and its test reads by name,
+    is graded as the template had it (the check fails: closed, not open)."""
+    files = set(template_files)
+    folders: dict[str, list[str]] = {}
+    for rel in files:
+        parts = PurePosixPath(rel).parts
+        for i in range(1, len(parts)):
+            folders.setdefault("/".join(parts[:i]), []).append(rel)
+    found: set[str] = set()
+    tests = [
+        (template / f, PurePosixPath(f).parent)
+        for f in sorted(files)
+        if f.endswith(".py") and is_test_file(f)
+    ]
+    if hidden is not None:
+        tests += [(path, PurePosixPath(".")) for path in sorted(hidden.rglob("*.py"))]
+    for source, here in tests:
+        for literal in _literals(source):
+            if len(literal) > 1024 or "\x00" in literal:
+                continue
+            pure = PurePosixPath(literal.strip())
+            if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+                continue
+            for base in {PurePosixPath("."), here}:
+                rel = (base / pure).as_posix()
+                if rel in (".", here.as_posix()):
+                    continue  # the root or the test's own folder: not data it names
+                found.update(f for f in [rel, *folders.get(rel, ())] if f in files)
+    return {f for f in found if not f.endswith(_SOURCE_SUFFIXES) and not is_test_file(f)}
+
+
+#: Shell operators: each starts a new simple command (`cd x && sh check.sh`).
+_OPERATOR_CHARS = frozenset("&|;()<>!")
+#: Programs that run the command they are given (`timeout 60 sh check.sh`).
+_WRAPPERS = frozenset(
+    {"env", "exec", "command", "builtin", "nohup", "nice", "ionice", "time", "timeout",
+     "stdbuf", "setsid", "xargs", "chronic", "unbuffer", "flock"}
+)  # fmt: skip
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_WRAPPER_ARGUMENT = re.compile(r"^(?:-.*|[0-9.]+[smhd]?)$")
+_SHELLS = re.compile(r"^(?:.*/)?(?:sh|bash|zsh|dash)$")
+
+
+def check_scripts(command: str, _depth: int = 0) -> set[str]:
+    """The scripts a free command runs: in each of its simple commands (`cd x && …`,
+    `… ; …`, `… | …`), past variable assignments (`PYTHONPATH=. …`) and wrappers
+    (`timeout 60 …`, `env …`, `exec …`), the program — its first word (`./check.sh`), or
+    the first word after an interpreter (`sh check.sh`, `python verify.py`), what a
+    shell's `-c` text runs, the module of `python -m verify` — when it looks like a check
+    script: a shell, JavaScript, Ruby or Perl script, a file without a suffix, or a
+    Python file (module) named `check…`, `verify…`, `grade…`, `run_tests…`; and any
+    other word naming a script so named (`make -f check.mk`). A Python module a check runs
+    otherwise (`python slug.py`) is the agent's work, graded as written; a check script
+    that must never change belongs in the hidden checks.
+
+    (Only the program position was read once: `timeout 60 sh check.sh`,
+    `PYTHONPATH=. python check.py`, `cd . && ./check.sh` and `python -m verify` ran the
+    agent's rewritten script.)"""
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
     except ValueError:
         return set()
+    found: set[str] = set()
+    simple: list[str] = []
+    for token in [*tokens, ";"]:
+        if set(token) <= _OPERATOR_CHARS:
+            found |= _scripts_of(simple, _depth)
+            simple = []
+        else:
+            simple.append(token)
+    return found
+
+
+def _looks_like_script(rel: str, bare_ok: bool) -> bool:
+    name = PurePosixPath(rel).name
+    return (
+        name.endswith(_SCRIPT_SUFFIXES)
+        or (bare_ok and "." not in name)
+        or (name.endswith(".py") and _CHECK_SCRIPT.match(name) is not None)
+    )
+
+
+def _scripts_of(words: list[str], depth: int) -> set[str]:
+    """`check_scripts` of one simple command (its words, operators removed)."""
+    words = list(words)
+    while words and _ASSIGNMENT.match(words[0]):
+        words.pop(0)
+    while words and PurePosixPath(words[0]).name in _WRAPPERS:
+        words.pop(0)
+        while words and (_WRAPPER_ARGUMENT.match(words[0]) or _ASSIGNMENT.match(words[0])):
+            words.pop(0)
     if not words:
         return set()
-    found: set[str] = set()
+    # Any other word naming a check script by its name (`node check.js app.js`: check.js,
+    # never the agent's app.js).
+    found = {
+        rel
+        for word in words[1:]
+        if not any(c.isspace() for c in word)
+        and (rel := _relative(word)) is not None
+        and _looks_like_script(rel, bare_ok=False)
+        and _CHECK_SCRIPT.match(PurePosixPath(rel).name) is not None
+    }
     program = words[0]
-    if "/" not in program and not _INTERPRETERS.match(program):
-        return found  # a program looked up on PATH (`test`, `make`), not a file of the tree
     if _INTERPRETERS.match(program):
+        if "-c" in words:  # inline code: for a shell, the scripts that code runs
+            at = words.index("-c") + 1
+            if _SHELLS.match(program) and at < len(words) and depth < 3:
+                found |= check_scripts(words[at], depth + 1)
+            return found
+        if "-m" in words:  # a module: a check script when named like one
+            at = words.index("-m") + 1
+            module = words[at] if at < len(words) else ""
+            if module.replace(".", "").replace("_", "").isalnum() and _CHECK_SCRIPT.match(
+                module.rsplit(".", 1)[-1]
+            ):
+                path = module.replace(".", "/")
+                found |= {f"{path}.py", path}
+            return found
         rest = [w for w in words[1:] if not w.startswith("-")]
-        if not rest or "-c" in words or "-m" in words:  # inline code, or a module
+        if not rest:
             return found
         program = rest[0]
+    elif "/" not in program:
+        return found  # a program looked up on PATH (`test`, `make`), not a file of the tree
     rel = _relative(program)
-    if rel is None:
-        return found
-    name = PurePosixPath(rel).name
-    if (
-        name.endswith(_SCRIPT_SUFFIXES)
-        or "." not in name
-        or (name.endswith(".py") and _CHECK_SCRIPT.match(name))
-    ):
+    if rel is not None and _looks_like_script(rel, bare_ok=True):
         found.add(rel)
+    return found
+
+
+#: The recipes that run a project's checks: a Makefile's `test`, `check`, `verify`
+#: targets (`test-unit`…), a package.json's `test`, `pretest`, `test:unit` scripts.
+#: Others (`start`, `build`) run the agent's own code, graded as written.
+_CHECK_RECIPE = re.compile(r"^(?:pre|post)?(?:tests?|check|verify|ci)(?:[-_:.][\w:.-]*)?$")
+_MAKE_TARGET = re.compile(r"^([A-Za-z0-9_.-]+)\s*:(?!=)")
+
+
+def recipe_scripts(template: Path) -> set[str]:
+    """The check scripts (`check_scripts`) the template's own check recipes run: its
+    Makefile's `test`/`check`/`verify` recipe lines and its package.json's `test`
+    scripts. `make test` and `npm test` run restored recipes, which named the agent's
+    rewritten `scripts/check.sh`."""
+    found: set[str] = set()
+    for name in ("Makefile", "makefile", "GNUmakefile"):
+        try:
+            text = (template / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        checking = False
+        for line in text.splitlines()[:10_000]:
+            if line.startswith("\t"):
+                if checking:
+                    found |= check_scripts(line.strip().lstrip("@-+"))
+            elif (target := _MAKE_TARGET.match(line)) is not None:
+                checking = _CHECK_RECIPE.match(target.group(1)) is not None
+    try:
+        package = json.loads((template / "package.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        package = None
+    scripts = package.get("scripts") if isinstance(package, dict) else None
+    if isinstance(scripts, dict):
+        for key, command in list(scripts.items())[:1000]:
+            if isinstance(command, str) and _CHECK_RECIPE.match(str(key)):
+                found |= check_scripts(command)
     return found
 
 
@@ -306,29 +504,39 @@ def build_tree(
     template: Path | None,
     dest: Path,
     named: Iterable[str] = (),
+    hidden: Path | None = None,
 ) -> TreeChanges:
     """Build the grading tree of one check at `dest` (which must not exist); see the
     module docstring for the rule. `named`: the workspace-relative files and folders the
-    check names (`check_scripts`, `runner_paths`), restored from the template."""
+    check names (`check_scripts`, `runner_paths`), restored from the template; `hidden`:
+    the hidden checks folder of a hidden check (the test data its tests name is
+    restored too)."""
     try:
         skipped = _copy_workspace(workspace, dest)
         if template is None:
             return TreeChanges(skipped=tuple(skipped))
-        return _apply_template(template.resolve(strict=True), dest, set(named), skipped)
+        return _apply_template(template.resolve(strict=True), dest, set(named), skipped, hidden)
     except TreeError:
         raise
     except (OSError, RuntimeError, ValueError) as exc:
         raise TreeError(f"the grading tree could not be built: {exc}") from exc
 
 
-def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[str]) -> TreeChanges:
+def _apply_template(
+    template: Path, dest: Path, named: set[str], skipped: list[str], hidden: Path | None = None
+) -> TreeChanges:
     template_files = set(_files(template))
     template_entries = template_files | {
         PurePosixPath(f).parents[i].as_posix()
         for f in template_files
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
+    named = named | recipe_scripts(template)
     named_dirs = {n for n in named if (template / n).is_dir()}
+    data = task_test_data(template, template_files)
+    # What only a hidden check's tests name is restored without a word to the agent: a
+    # listing would tell it which files the hidden tests read.
+    quiet = task_test_data(template, template_files, hidden) - data if hidden else set()
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
     }
@@ -350,7 +558,7 @@ def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[s
             why = _why_removed(rel, name, rel_here in import_dirs, shadowing)
             if why is None and under_named_dir(rel):
                 why = "not in the task's folder a check names"
-            if why is None and name == "pyproject.toml":
+            if why is None and name in _MANIFESTS:
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
                     why = "a runner hook: test-runner settings the task did not have"
@@ -366,19 +574,23 @@ def _apply_template(template: Path, dest: Path, named: set[str], skipped: list[s
             is_test_file(rel)
             or name in RUNNER_CONFIGS
             or rel in named
+            or rel in data
+            or rel in quiet
             or under_named_dir(rel)
-            or name == "pyproject.toml"
+            or name in _MANIFESTS
         )
         if not wanted:
             continue
         source, target = template / rel, dest / rel
-        if name == "pyproject.toml" and target.is_file() and not target.is_symlink():
+        if name in _MANIFESTS and target.is_file() and not target.is_symlink():
             mine = _runner_tables(target)
             if mine is not None and mine == _runner_tables(source):
                 continue
         if _same(source, target):
             continue
         _restore(source, target, dest)
+        if rel in quiet and not (is_test_file(rel) or name in RUNNER_CONFIGS or rel in named):
+            continue
         restored.append(rel)
     return TreeChanges(restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped))
 

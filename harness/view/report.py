@@ -62,18 +62,36 @@ def _text(value: object) -> str:
     return escape(harness_secrets().redact(str(value)))
 
 
+#: The page forbids scripts, frames, forms and every fetch itself, wherever it is opened
+#: (a file has no server to send the header): a piece of text that escaped the escaping
+#: still cannot run or call out.
+_CSP = (
+    '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+    "style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'\">"
+)
+
+
+def _count(value: object) -> str:
+    """A token count as the record holds it: a number, or `?`. (A record edited by hand,
+    or from elsewhere, may hold markup where the count was.)"""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
+
+
 def _pre(value: object, css: str = "") -> str:
     return f'<pre class="{css}">{_text(value)}</pre>' if str(value).strip() else ""
 
 
-def render_run(summary: RunSummary, events: Sequence[Event]) -> str:
-    """The HTML page of one run."""
+def render_run(summary: RunSummary, events: Sequence[Event], problems: Sequence[str] = ()) -> str:
+    """The HTML page of one run. `problems`: what `ilh runs verify` found wrong with the
+    record (an edited, re-hashed or foreign record): shown first, so that a page made
+    from a forged record never reads as the harness's word."""
     ended = next((e for e in reversed(events) if e.kind is EventKind.RUN_ENDED), None)
     result: dict[str, Any] = (ended.payload.get("result") or {}) if ended else {}
     final = result.get("final") or {}
     parts = [
-        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f"<!doctype html><html lang=en><head><meta charset=utf-8>{_CSP}",
         f"<title>ilh run {escape(summary.run_id)}</title><style>{_STYLE}</style></head><body>",
+        _tampered(problems),
         f'<header><h1>run <code id="run-id">{escape(summary.run_id)}</code> · task '
         f"{_text(summary.task_id)}</h1>",
         f'<div id="ended-by">ended by {_text(result.get("ended_by", "—"))}</div>',
@@ -91,6 +109,19 @@ def render_run(summary: RunSummary, events: Sequence[Event]) -> str:
         "</main></body></html>",
     ]
     return "".join(p for p in parts if p)
+
+
+def _tampered(problems: Sequence[str]) -> str:
+    if not problems:
+        return ""
+    listed = "".join(f"<li>{_text(p)}</li>" for p in problems[:20])
+    more = f"<li>… {len(problems) - 20} more</li>" if len(problems) > 20 else ""
+    return (
+        '<div id="tampered" class="fail" style="background:#fde8e6;padding:12px 24px">'
+        "<strong>This record does not verify</strong> (<code>ilh runs verify</code>): it "
+        "was edited, or not written by the harness with your record key; what this page "
+        f"shows may be forged.<ul>{listed}{more}</ul></div>"
+    )
 
 
 def _timeline(events: Sequence[Event]) -> str:
@@ -161,11 +192,12 @@ def _rounds(events: Sequence[Event]) -> str:
                 if isinstance(c, dict)
             )
             lines = "\n".join(str(x) for x in data.get("runtime_lines", []))
-            usage = data.get("usage") or {}
+            raw_usage = data.get("usage")
+            usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
             out.append(
                 f'<div class="round" data-round="{e.round}"><strong>round {e.round}</strong> · '
-                f"{_text(data.get('model'))} · {usage.get('input_tokens', '?')} in / "
-                f"{usage.get('output_tokens', '?')} out"
+                f"{_text(data.get('model'))} · {_count(usage.get('input_tokens'))} in / "
+                f"{_count(usage.get('output_tokens'))} out"
                 f"{_pre(lines, 'runtime')}{_pre(data.get('text', ''), 'agent')}"
                 f"{'<ul class=calls>' + calls + '</ul>' if calls else ''}</div>"
             )
@@ -262,7 +294,7 @@ def render_certificate(cert: Certificate) -> str:
     title = f"certificate · {cert.target.locator}"
     return "".join(
         [
-            "<!doctype html><html lang=en><head><meta charset=utf-8>",
+            f"<!doctype html><html lang=en><head><meta charset=utf-8>{_CSP}",
             f"<title>ilh {_text(title)}</title><style>{_STYLE}</style></head><body>",
             f"<header><h1>certificate · <code>{_text(cert.target.locator)}</code></h1>",
             f'<div id="ended-by">{"certified" if cert.certified else "not certified"}</div>',

@@ -831,9 +831,10 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-def start_solution(root: str, here: str) -> tuple[Peer, int]:
+def start_solution(root: str, here: str, hidden: Sequence[str] = ()) -> tuple[Peer, int]:
     """Start the solution process (isolated, no bytecode, its own session) serving
-    `root`; the test side's `Peer` and the process id."""
+    `root`, unable to read the folders `hidden` (see `hide`); the test side's `Peer`
+    and the process id."""
     import subprocess
 
     mine, theirs = socket.socketpair()
@@ -845,6 +846,7 @@ def start_solution(root: str, here: str) -> tuple[Peer, int]:
             os.path.join(here, "ilh_bridge.py"),
             str(theirs.fileno()),
             root,
+            *hidden,
         ],
         cwd=root,
         pass_fds=(theirs.fileno(),),
@@ -855,8 +857,96 @@ def start_solution(root: str, here: str) -> tuple[Peer, int]:
     return Peer(mine, imports=False, guarded=True), process.pid
 
 
-def serve(fd: int, root: str) -> None:
-    """The solution process: the tree importable as `python -m` would have it."""
+# Landlock (linux/landlock.h): the same call numbers on every architecture.
+_LANDLOCK_CREATE_RULESET = 444
+_LANDLOCK_ADD_RULE = 445
+_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_RULE_PATH_BENEATH = 1
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE = 1 << 0, 1 << 1, 1 << 2
+#: Every access right of Landlock's first version (read, write, remove, make …): what
+#: the hidden folders are closed to. The rights of a file (not a folder) are the first 3.
+_FS_ALL_V1 = (1 << 13) - 1
+_FS_OF_A_FILE = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+def hide(paths: Sequence[str]) -> str | None:
+    """Close the folders `paths` (top-level mounts of the sandbox: the hidden checks, the
+    report folder) to this process and every process it starts — no reading, listing,
+    running, writing or making files there — with a Landlock domain that leaves every
+    other top-level entry as the mounts have it. None when done (or nothing to hide),
+    else why not.
+
+    Why: the solution process runs the agent's code in the sandbox of a hidden check,
+    where the hidden tests are mounted. It read them (their source, their reference
+    `expected()`), special-cased the visible tests' inputs and passed the hidden ones:
+    verified complete by checks it was never to see."""
+    tops = {
+        os.path.basename(os.path.normpath(p))
+        for p in paths
+        if p and os.path.dirname(os.path.normpath(p)) == "/"
+    }
+    if not tops:
+        return None  # no sandbox mount (an unconfined run, no hidden checks): nothing hidden
+    import ctypes
+    import stat
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+
+    class RulesetAttr(ctypes.Structure):
+        _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1  # packed in the kernel's header
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    handled = _FS_ALL_V1
+    attr = RulesetAttr(handled)
+    ruleset = syscall(
+        ctypes.c_long(_LANDLOCK_CREATE_RULESET), ctypes.byref(attr), ctypes.c_size_t(8),
+        ctypes.c_uint32(0),
+    )  # fmt: skip
+    if ruleset < 0:
+        return f"no Landlock here (errno {ctypes.get_errno()})"
+    try:
+        for name in sorted(os.listdir("/")):
+            if name in tops:
+                continue
+            try:
+                fd = os.open("/" + name, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                folder = stat.S_ISDIR(os.fstat(fd).st_mode)
+                rule = PathBeneath(handled if folder else _FS_OF_A_FILE, fd)
+                if syscall(
+                    ctypes.c_long(_LANDLOCK_ADD_RULE), ctypes.c_int(ruleset),
+                    ctypes.c_int(_LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(rule),
+                    ctypes.c_uint32(0),
+                ) != 0:  # fmt: skip
+                    return f"a Landlock rule for /{name} failed (errno {ctypes.get_errno()})"
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return "no_new_privs could not be set"
+        if syscall(ctypes.c_long(_LANDLOCK_RESTRICT_SELF), ctypes.c_int(ruleset), 0) != 0:
+            return f"the Landlock domain could not be entered (errno {ctypes.get_errno()})"
+    finally:
+        os.close(ruleset)
+    return None
+
+
+def serve(fd: int, root: str, hidden: Sequence[str] = ()) -> None:
+    """The solution process: the tree importable as `python -m` would have it; the
+    `hidden` folders unreadable before any of the agent's code runs."""
+    problem = hide(hidden)
+    if problem is not None:
+        # Said in the check's output (the record keeps it; a hidden check's output never
+        # reaches the agent): the hidden tests were readable by the code under test.
+        print(f"ilh: the hidden checks and the report folder stay open to the code under "
+              f"test: {problem}", file=sys.stderr)  # fmt: skip
     sock = socket.socket(fileno=fd)
     os.chdir(root)
     sys.path.insert(0, root)
@@ -867,4 +957,4 @@ def serve(fd: int, root: str) -> None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), sys.argv[2])
+    serve(int(sys.argv[1]), sys.argv[2], sys.argv[3:])

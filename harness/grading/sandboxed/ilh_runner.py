@@ -449,7 +449,10 @@ def main(argv: list[str]) -> None:
     os.chdir(root)
     sys.path.insert(0, root)  # as `python -m` would: the tree's modules importable
     here = os.path.dirname(os.path.abspath(__file__))
-    peer, solution_pid = bridge.start_solution(root, here)
+    # The hidden checks (their tests run here) and this report folder are not the
+    # solution's to read.
+    hidden = [p for p in (os.environ.get("ILH_CHECKS"), report_dir) if p]
+    peer, solution_pid = bridge.start_solution(root, here, hidden)
     trusted = frozenset(str(t) for t in bridge_config.get("trusted") or ())
     finder = bridge.SolutionFinder(peer, root, trusted)
     sys.meta_path.insert(0, finder)
