@@ -523,3 +523,19 @@ def test_a_byte_order_mark_is_named(honest: Path, tmp_path: Path) -> None:
         "--store", str(tmp_path / "r.db"),
     )  # fmt: skip
     assert "byte order mark" in one_error(result, f"{script}:1:1", "E300")
+
+
+@pytest.mark.parametrize("group", [[], ["runs"], ["soul"]])
+def test_a_command_group_alone_prints_its_help_laid_out(group: list[str]) -> None:
+    """`ilh` alone is a newcomer's first command: the help as click lays it out, one
+    option per line, not squashed into an error line; exit 2 as click has it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", *group],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"Usage: ilh {' '.join(group)}".rstrip() + " [OPTIONS] COMMAND")
+    assert "\nCommands:\n" in done.stderr and "E303" not in done.stderr

@@ -118,6 +118,12 @@ def main() -> None:
 def _main() -> None:
     try:
         returned = ilh.main(args=sys.argv[1:], prog_name="ilh", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as err:
+        # `ilh`, `ilh runs`, `ilh soul` alone: the help as click lays it out (a newcomer's
+        # first command should not read as one squashed error line); still exit 2, as
+        # click has it, since no command ran.
+        click.echo(err.format_message(), err=True)
+        sys.exit(2)
     except click.UsageError as err:
         # One line, as every bad input is: click lays some messages out on several
         # (a missing choice lists its options one per line).
