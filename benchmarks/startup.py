@@ -26,10 +26,16 @@ from harness.record.store import RunStore
 ILH = [sys.executable, "-m", "harness"]
 
 
+# A user's interpreter writes bytecode on the first run and reads it after; an
+# environment that forbids it (PYTHONDONTWRITEBYTECODE, set on some CI and sandbox
+# machines) would measure compiling every module of the harness on every start.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def cpu_of(argv: list[str], cwd: Path) -> float:
     """CPU seconds (user + system) that running `argv` to its end cost."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, cwd=cwd, capture_output=True, check=False, timeout=120)
+    subprocess.run(argv, cwd=cwd, env=CHILD_ENV, capture_output=True, check=False, timeout=120)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
