@@ -37,6 +37,16 @@ def certify(
     return result.exit_code, body, result
 
 
+def certify_project(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, *extra: str, store: Path | None = None
+) -> tuple[int, dict[str, Any], Result]:
+    """`certify` of an example's `handoff.md` for an implementer granted its `project`."""
+    return certify(
+        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "project",
+        *extra, store=store,
+    )  # fmt: skip
+
+
 def invoke(folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
     monkeypatch.chdir(folder)
     return CliRunner().invoke(ilh, list(args), catch_exceptions=False)

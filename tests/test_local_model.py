@@ -120,17 +120,12 @@ def test_certify_with_smollm2_never_passes_an_invalid_verdict(
     """`ilh certify --model local:smollm2` end to end: whatever the tiny model answers, the
     certificate is valid, and it certifies only on a verdict that passed validation."""
     from harness.certify.certificate import Certificate
-    from tests.certify_helpers import certify, copy_example
+    from tests.certify_helpers import certify_project, copy_example
 
     folder = copy_example("certify_clean", tmp_path)
-    code, cert, _ = certify(
+    code, cert, _ = certify_project(
         folder,
         monkeypatch,
-        "handoff.md",
-        "--role",
-        "implementer",
-        "--source",
-        "project",
         "--model",
         "local:smollm2",
         "--refuter-calls",

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import ilh
-from tests.certify_helpers import certify, copy_example
+from tests.certify_helpers import certify, certify_project, copy_example
 from tests.view_runs import HOSTILE, run_with_hostile_output
 
 ROLE = ("--role", "implementer", "--source", "project")
@@ -217,10 +217,12 @@ def test_the_page_is_never_written_through_a_planted_link_or_into_a_pipe(
     import os
 
     folder = copy_example("certify_clean", tmp_path)
-    code, _, result = certify(
-        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "project",
-        "--certificate", "h.cert.json",
-    )  # fmt: skip
+    code, _, result = certify_project(
+        folder,
+        monkeypatch,
+        "--certificate",
+        "h.cert.json",
+    )
     assert code == 0, result.output
     digest = json.loads((folder / "h.cert.json").read_text())["target_identity"][7:19]
     victim = tmp_path / "victim.txt"
@@ -251,8 +253,10 @@ def test_outputs_named_by_a_pipe_are_refused_not_waited_on(
     folder = copy_example("certify_clean", tmp_path)
     os.mkfifo(folder / "pipe")
     for option in ("--markdown", "--record", "--certificate"):
-        code, _, result = certify(
-            folder, monkeypatch, "handoff.md", "--role", "implementer", "--source",
-            "project", option, "pipe",
-        )  # fmt: skip
+        code, _, result = certify_project(
+            folder,
+            monkeypatch,
+            option,
+            "pipe",
+        )
         assert code == 2, (option, result.output)
