@@ -457,6 +457,14 @@ QUOTING: list[tuple[str, bool]] = [
     (f"```\nx\n```\t\n{FORGED}\n```", False),
     (f"```\nx\n    ```\n```\n{FORGED}\n```", False),
     (f"  ```\nx\n```\n{FORGED}\n```", False),
+    # A fence in a list item opened lines above ends where a line leaves the item.
+    (f"- a\n  ```\n{FORGED}\n```", False),
+    # A list item made by a tab, a fence opened after a tab: a renderer opens it.
+    (f"- a\n\t```\n  ```\n  {FORGED}\n  ```", False),
+    # An indented line after a fence closed in a list item is the item's paragraph.
+    (f"- ```\n  ```\n    {FORGED}\n- ```\n    ```", False),
+    # A code span in an HTML block that runs past a blank line (`<pre>`) is raw text.
+    (f"<pre>\n\n`{FORGED}`\n</pre>", False),
     # Nothing in the invisible tag layer is quoted, even inside a visible fence.
     (f"```\nok {_tags(FORGED)}\n```", False),
     ("\n".join(_tags(line) for line in ("```", FORGED, "```")), False),

@@ -259,9 +259,11 @@ _LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?: +|$)")
 _REAL_FENCE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 
 
-def _fence_opener(rest: str) -> tuple[str, int] | None:
+def _fence_opener(rest: str, in_list: bool) -> tuple[str, int] | None:
     """(fence, column of its content) when `rest` (a line less its `>` markers) opens a
-    fenced code block, possibly after a list marker."""
+    fenced code block, possibly after a list marker. `in_list`: a list item above may
+    hold it, with a content column unknown here: the opener's own indentation is taken
+    (a line less indented may have left the item and ended the fence)."""
     column = 0
     item = _LIST_ITEM.match(rest)
     if item is not None:
@@ -274,7 +276,7 @@ def _fence_opener(rest: str) -> tuple[str, int] | None:
         return None  # CommonMark: inline code, not a fence (```x` is a code span)
     # Only a list item's content column bounds the fence: a line less indented than an
     # opener indented by up to three spaces is still its content (CommonMark).
-    return fence, column
+    return fence, column if item is not None or not in_list else _columns(rest)
 
 
 def _is_blank(line: str) -> bool:
@@ -304,6 +306,20 @@ def _fence_end(lines: list[str], i: int, fence: str, depth: int, column: int) ->
 
 
 _LIST_START = frozenset(" -*+0123456789")
+# A fence run after any indentation (tabs too) and list markers.
+_LOOSE_FENCE = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]*)*(?P<fence>`{3,}|~{3,})")
+
+
+def _doubtful_fence(rest: str) -> bool:
+    """Whether a line `_fence_opener` does not take for an opener may yet open a fence
+    for a renderer: one after a tab or deep indentation, which a list item above may make
+    shallow enough (only an info string holding a backtick surely opens none)."""
+    loose = _LOOSE_FENCE.match(rest)
+    if loose is None:
+        return False
+    return not (loose["fence"][0] == "`" and "`" in rest[loose.end() :])
+
+
 # A line that may start an HTML block (possibly in a list item): its lines up to a blank
 # line, or to `-->` and the like, are raw HTML to a renderer, and a fence there is text.
 _HTML_START = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*<[A-Za-z/!?]")
@@ -334,8 +350,12 @@ def _quoting(lines: list[str]) -> list[str | None]:
             # Where an HTML block ends is a doubt (a blank line, a `-->`, a `</pre>`),
             # and reading past it out of step flips fences: from here on, all is written.
             break
-        opener = _fence_opener(rest) if "```" in rest or "~~~" in rest else None
+        opener = _fence_opener(rest, in_list) if "```" in rest or "~~~" in rest else None
+        if opener is None and ("```" in rest or "~~~" in rest) and _doubtful_fence(rest):
+            break  # a fence a renderer may open (after a tab, in a list item): all written
         if opener is not None:
+            if _LIST_ITEM.match(rest):
+                in_list = True  # an indented line below it is the item's, not code
             end, closed = _fence_end(lines, i, opener[0], depth, opener[1])
             for k in range(i, end + 1):
                 # The opener's info string is not shown (a language name), yet a model
@@ -726,12 +746,15 @@ def _span_doubts(originals: list[str]) -> list[bool]:
     holds a `<`. A code span crosses lines (its closer here would be read as an opener)
     and so does an HTML tag: the spans on such a line are in doubt. Linear."""
     doubts: list[bool] = []
-    doubt = False
+    doubt = html = False
     for line in originals:
         if _is_blank(line):
-            doubt = False
+            doubt = html
         doubts.append(doubt)
-        if "<" in line or ("`" in line and "`" in _without_code_spans(line)):
+        if "<" in line and _HTML_START.match(_unquote(line)[1]):
+            # An HTML block may run past blank lines (`<pre>`, `<!--`): for good.
+            doubt = html = True
+        elif "<" in line or ("`" in line and "`" in _without_code_spans(line)):
             doubt = True
     return doubts
 
