@@ -624,7 +624,7 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _body_end(folded: list[str], i: int, unclosed: bool) -> int:
+def _body_end(folded: list[str], i: int, unclosed: bool, limit: int | None = None) -> int:
     """The index after the last body line of the declaration whose header is line `i`.
 
     iLang (SPEC-v5.0 Part III §1.1, mirrored by envelopes.document) lets a declaration
@@ -634,6 +634,7 @@ def _body_end(folded: list[str], i: int, unclosed: bool) -> int:
     brace is not closed on its line also takes the following lines up to the first one
     holding `}` (at most `_MAX_SPAN` lines). Both are read over-inclusively (any
     `key:` or `key=` flush line counts), since a larger claim is only ever less strict.
+    With a `limit`, no more than `limit + 1` lines below the header are looked at.
     """
     n = len(folded)
     j = i + 1
@@ -645,7 +646,7 @@ def _body_end(folded: list[str], i: int, unclosed: bool) -> int:
         return j
     header_indent = _indent(folded[i])
     regime: str | None = None
-    while j < n:
+    while j < n and (limit is None or j - i <= limit):
         line = folded[j]
         if not line.strip():
             k = j + 1
@@ -905,7 +906,12 @@ def _opens_below(folded_lines: list[str], i: int, line: str, head: _Head) -> boo
         k += 1
     if k < len(folded_lines) and folded_lines[k].lstrip(" *_~>").startswith("{"):
         return True
-    end = _body_end(folded_lines, i, unclosed=False)
+    # Bounded: a body of flush `_::BUDGET` lines is read once per head, so unbounded
+    # reading is quadratic (minutes for 100 KB). A body that goes on past the bound
+    # without a field yet counts as a declaration (fail closed).
+    end = _body_end(folded_lines, i, unclosed=False, limit=_MAX_SPAN)
+    if end - i > _MAX_SPAN:
+        return True
     return any(_parse_fields(folded_lines[j])[1] for j in range(i + 1, end))
 
 
