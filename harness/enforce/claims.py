@@ -259,9 +259,11 @@ _LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?: +|$)")
 _REAL_FENCE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 
 
-def _fence_opener(rest: str) -> tuple[str, int] | None:
+def _fence_opener(rest: str, in_list: bool) -> tuple[str, int] | None:
     """(fence, column of its content) when `rest` (a line less its `>` markers) opens a
-    fenced code block, possibly after a list marker."""
+    fenced code block, possibly after a list marker. `in_list`: a list item above may
+    hold it, with a content column unknown here: the opener's own indentation is taken
+    (a line less indented may have left the item and ended the fence)."""
     column = 0
     item = _LIST_ITEM.match(rest)
     if item is not None:
@@ -272,24 +274,55 @@ def _fence_opener(rest: str) -> tuple[str, int] | None:
     fence = opener["fence"]
     if fence[0] == "`" and "`" in opener["info"]:
         return None  # CommonMark: inline code, not a fence (```x` is a code span)
-    return fence, column + _columns(rest)
+    # Only a list item's content column bounds the fence: a line less indented than an
+    # opener indented by up to three spaces is still its content (CommonMark).
+    return fence, column if item is not None or not in_list else _columns(rest)
+
+
+def _is_blank(line: str) -> bool:
+    # CommonMark's blank line holds only spaces and tabs; a no-break space or another
+    # Unicode space makes a line of text (which an indented line then continues).
+    return not line.strip(" \t")
 
 
 def _fence_end(lines: list[str], i: int, fence: str, depth: int, column: int) -> tuple[int, bool]:
     """Where the fence opened on line `i` ends: (index of its last line, whether a closing
     fence closed it). Not closed: a line left the opener's blockquote or list item (its
-    index is returned less one) or the text ended; what it held then reads as written."""
-    closer = re.compile(rf" *{re.escape(fence[0])}{{{len(fence)},}} *")
+    index is returned less one), the text ended, or a line may close it for a renderer
+    but not surely (what it held then reads as written)."""
+    # Anything that looks like a closer: a run as long, only spaces or tabs around it.
+    near = re.compile(rf"[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*")
     for k in range(i + 1, len(lines)):
         taken, rest = _unquote(lines[k], depth)
-        if taken < depth or (rest.strip() and _columns(rest) < column):
+        if taken < depth or (not _is_blank(rest) and _columns(rest) < column):
             return k - 1, False
-        if closer.fullmatch(rest):
-            return k, True
+        if near.fullmatch(rest):
+            # CommonMark: a closer is indented at most three columns past its container.
+            # Tabs and deeper runs are where readings part, so a doubt ends the fence
+            # unclosed rather than letting the next fences open and close out of step.
+            surely = "\t" not in rest and _columns(rest) <= column + 3
+            return k, surely
     return len(lines) - 1, False
 
 
 _LIST_START = frozenset(" -*+0123456789")
+# A fence run after any indentation (tabs too) and list markers.
+_LOOSE_FENCE = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]*)*(?P<fence>`{3,}|~{3,})")
+
+
+def _doubtful_fence(rest: str) -> bool:
+    """Whether a line `_fence_opener` does not take for an opener may yet open a fence
+    for a renderer: one after a tab or deep indentation, which a list item above may make
+    shallow enough (only an info string holding a backtick surely opens none)."""
+    loose = _LOOSE_FENCE.match(rest)
+    if loose is None:
+        return False
+    return not (loose["fence"][0] == "`" and "`" in rest[loose.end() :])
+
+
+# A line that may start an HTML block (possibly in a list item): its lines up to a blank
+# line, or to `-->` and the like, are raw HTML to a renderer, and a fence there is text.
+_HTML_START = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*<[A-Za-z/!?]")
 _REAL_UNTRUSTED = re.compile(r"[ \t]*::UNTRUSTED\{")
 _REAL_END_UNTRUSTED = re.compile(r"[ \t]*::END_UNTRUSTED(?![A-Za-z0-9_])")
 # Lines that may start a quotation (or an echoed block); none of them: nothing is quoted.
@@ -313,8 +346,16 @@ def _quoting(lines: list[str]) -> list[str | None]:
     while i < n:
         line = lines[i]
         depth, rest = _unquote(line) if ">" in line[:4] else (0, line)
-        opener = _fence_opener(rest) if "```" in rest or "~~~" in rest else None
+        if "<" in rest and _HTML_START.match(rest):
+            # Where an HTML block ends is a doubt (a blank line, a `-->`, a `</pre>`),
+            # and reading past it out of step flips fences: from here on, all is written.
+            break
+        opener = _fence_opener(rest, in_list) if "```" in rest or "~~~" in rest else None
+        if opener is None and ("```" in rest or "~~~" in rest) and _doubtful_fence(rest):
+            break  # a fence a renderer may open (after a tab, in a list item): all written
         if opener is not None:
+            if _LIST_ITEM.match(rest):
+                in_list = True  # an indented line below it is the item's, not code
             end, closed = _fence_end(lines, i, opener[0], depth, opener[1])
             for k in range(i, end + 1):
                 # The opener's info string is not shown (a language name), yet a model
@@ -323,8 +364,10 @@ def _quoting(lines: list[str]) -> list[str | None]:
                     why[k] = FENCED
                 elif _unquote(lines[k], 1)[0]:
                     why[k] = BLOCKQUOTE
-            if not closed and end == n - 1:
-                break  # unclosed to the end: all of it reads as written
+            if not closed:
+                # Unclosed to the end, or ended in doubt: the fences below could pair out
+                # of step with a renderer's (a closer read as an opener): all is written.
+                break
             # After a closed fence no paragraph goes on: an indented line is code.
             i, after_blank, after_code = end + 1, closed, False
             continue
@@ -338,7 +381,7 @@ def _quoting(lines: list[str]) -> list[str | None]:
                 why[i + 1 : end] = [ECHOED] * (end - i - 1)
                 i, after_blank, after_code = end + 1, False, False
                 continue
-        blank = not line.strip()
+        blank = _is_blank(line)
         indent = _columns(line) if line[:1] in " \t" else 0
         code = not (blank or depth or in_list) and indent >= 4 and (after_blank or after_code)
         if code:
@@ -581,7 +624,7 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def _body_end(folded: list[str], i: int, unclosed: bool) -> int:
+def _body_end(folded: list[str], i: int, unclosed: bool, limit: int | None = None) -> int:
     """The index after the last body line of the declaration whose header is line `i`.
 
     iLang (SPEC-v5.0 Part III §1.1, mirrored by envelopes.document) lets a declaration
@@ -591,6 +634,7 @@ def _body_end(folded: list[str], i: int, unclosed: bool) -> int:
     brace is not closed on its line also takes the following lines up to the first one
     holding `}` (at most `_MAX_SPAN` lines). Both are read over-inclusively (any
     `key:` or `key=` flush line counts), since a larger claim is only ever less strict.
+    With a `limit`, no more than `limit + 1` lines below the header are looked at.
     """
     n = len(folded)
     j = i + 1
@@ -602,7 +646,7 @@ def _body_end(folded: list[str], i: int, unclosed: bool) -> int:
         return j
     header_indent = _indent(folded[i])
     regime: str | None = None
-    while j < n:
+    while j < n and (limit is None or j - i <= limit):
         line = folded[j]
         if not line.strip():
             k = j + 1
@@ -669,9 +713,12 @@ class _Layer:
         self.originals = originals
         self.folded = [fold(line) for line in originals]
         # Nothing in the invisible layer is quoted: a fence there renders as nothing, and
-        # an agent that hides text has no example to show (fail closed).
-        self.hidden = hidden
+        # an agent that hides text has no example to show (fail closed). Nor is anything
+        # in a text with a bare CR: Markdown ends a line there (a fence closes, a blank
+        # line ends a paragraph) where the lines read here go on.
+        self.hidden = hidden or any("\r" in line for line in originals)
         self._quoting: list[str | None] | None = None
+        self._span_doubt: list[bool] | None = None
 
     def quoted(self, i: int) -> str | None:
         """How line `i` as a whole is surely quoted (None: written)."""
@@ -682,11 +729,35 @@ class _Layer:
         return self._quoting[i]
 
     def outside_code_spans(self, i: int) -> str:
-        """Line `i` folded, less its code spans."""
+        """Line `i` folded, less its code spans (all of it where they are in doubt)."""
         original = self.originals[i]
-        if self.hidden or "`" not in original:
+        if self.hidden or "`" not in original or "<" in original:
+            # `<`: an HTML tag or autolink that starts first wins over a code span, and
+            # its backtick opens none (`<a title="`">…<b title="`">`).
+            return self.folded[i]
+        if self._span_doubt is None:
+            self._span_doubt = _span_doubts(self.originals)
+        if self._span_doubt[i]:
             return self.folded[i]
         return fold(_without_code_spans(original))
+
+
+def _span_doubts(originals: list[str]) -> list[bool]:
+    """Per line: whether a line above it in its paragraph leaves a backtick run open or
+    holds a `<`. A code span crosses lines (its closer here would be read as an opener)
+    and so does an HTML tag: the spans on such a line are in doubt. Linear."""
+    doubts: list[bool] = []
+    doubt = html = False
+    for line in originals:
+        if _is_blank(line):
+            doubt = html
+        doubts.append(doubt)
+        if "<" in line and _HTML_START.match(_unquote(line)[1]):
+            # An HTML block may run past blank lines (`<pre>`, `<!--`): for good.
+            doubt = html = True
+        elif "<" in line or ("`" in line and "`" in _without_code_spans(line)):
+            doubt = True
+    return doubts
 
 
 def _layers(text: str) -> Iterator[_Layer]:
@@ -835,7 +906,12 @@ def _opens_below(folded_lines: list[str], i: int, line: str, head: _Head) -> boo
         k += 1
     if k < len(folded_lines) and folded_lines[k].lstrip(" *_~>").startswith("{"):
         return True
-    end = _body_end(folded_lines, i, unclosed=False)
+    # Bounded: a body of flush `_::BUDGET` lines is read once per head, so unbounded
+    # reading is quadratic (minutes for 100 KB). A body that goes on past the bound
+    # without a field yet counts as a declaration (fail closed).
+    end = _body_end(folded_lines, i, unclosed=False, limit=_MAX_SPAN)
+    if end - i > _MAX_SPAN:
+        return True
     return any(_parse_fields(folded_lines[j])[1] for j in range(i + 1, end))
 
 
