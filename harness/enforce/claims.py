@@ -89,7 +89,9 @@ _FENCE = re.compile(r"^[\s>]*(?:[-*+]\s+|\d+[.)]\s+)?(?P<fence>`{3,}|~{3,})")
 # agent's own claim after it would never be strict; and a marker inside a content line
 # ("x ::END_UNTRUSTED") closes nothing, else an echoed injection could end its block.
 _LINE_MARKS = " \t>*_~"
-_LIST_MARK = re.compile(r"(?:[-*+]|\d{1,9}[.)])\s")
+#: A list item's marker (CommonMark: a bullet, or up to nine digits and `.` or `)`).
+_BULLET = r"(?:[-*+]|\d{1,9}[.)])"
+_LIST_MARK = re.compile(rf"{_BULLET}\s")
 _UNTRUSTED_OPEN = re.compile(r"::\s*UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
 _UNTRUSTED_CLOSE = re.compile(r"::\s*END_UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
 
@@ -255,7 +257,7 @@ def _unquote(line: str, depth: int | None = None) -> tuple[int, str]:
     return taken, line
 
 
-_LIST_ITEM = re.compile(r" {0,3}(?:[-*+]|\d{1,9}[.)])(?: +|$)")
+_LIST_ITEM = re.compile(rf" {{0,3}}{_BULLET}(?: +|$)")
 _REAL_FENCE = re.compile(r" {0,3}(?P<fence>`{3,}|~{3,})(?P<info>.*)")
 
 
@@ -307,7 +309,7 @@ def _fence_end(lines: list[str], i: int, fence: str, depth: int, column: int) ->
 
 _LIST_START = frozenset(" -*+0123456789")
 # A fence run after any indentation (tabs too) and list markers.
-_LOOSE_FENCE = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]*)*(?P<fence>`{3,}|~{3,})")
+_LOOSE_FENCE = re.compile(rf"[ \t]*(?:{_BULLET}[ \t]*)*(?P<fence>`{{3,}}|~{{3,}})")
 
 
 def _doubtful_fence(rest: str) -> bool:
@@ -322,7 +324,7 @@ def _doubtful_fence(rest: str) -> bool:
 
 # A line that may start an HTML block (possibly in a list item): its lines up to a blank
 # line, or to `-->` and the like, are raw HTML to a renderer, and a fence there is text.
-_HTML_START = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*<[A-Za-z/!?]")
+_HTML_START = re.compile(rf"[ \t]*(?:{_BULLET}[ \t]+)*<[A-Za-z/!?]")
 _REAL_UNTRUSTED = re.compile(r"[ \t]*::UNTRUSTED\{")
 _REAL_END_UNTRUSTED = re.compile(r"[ \t]*::END_UNTRUSTED(?![A-Za-z0-9_])")
 # Lines that may start a quotation (or an echoed block); none of them: nothing is quoted.

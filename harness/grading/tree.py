@@ -327,19 +327,31 @@ def task_test_data(
     The cost: a data file the task asks the agent to change, and its test reads by name,
     is graded as the template had it (the check fails: closed, not open)."""
     files = set(template_files)
+    tests = [
+        (template / f, PurePosixPath(f).parent)
+        for f in sorted(files)
+        if f.endswith(".py") and is_test_file(f)
+    ]
+    return _data_named(files, tests) | (hidden_test_data(files, hidden) if hidden else set())
+
+
+def hidden_test_data(template_files: Iterable[str], hidden: Path) -> set[str]:
+    """The template's test data that a test of the `hidden` checks folder names (relative
+    to the root, where it runs): see `task_test_data`."""
+    tests = [(path, PurePosixPath(".")) for path in sorted(hidden.rglob("*.py"))]
+    return _data_named(set(template_files), tests)
+
+
+def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set[str]:
+    """The `files` that are not Python source or tests and that a string literal of one
+    of the `tests` (each with the folder its names are relative to, beside the root)
+    names, or that lie in a folder one names."""
     folders: dict[str, list[str]] = {}
     for rel in files:
         parts = PurePosixPath(rel).parts
         for i in range(1, len(parts)):
             folders.setdefault("/".join(parts[:i]), []).append(rel)
     found: set[str] = set()
-    tests = [
-        (template / f, PurePosixPath(f).parent)
-        for f in sorted(files)
-        if f.endswith(".py") and is_test_file(f)
-    ]
-    if hidden is not None:
-        tests += [(path, PurePosixPath(".")) for path in sorted(hidden.rglob("*.py"))]
     for source, here in tests:
         for literal in _literals(source):
             if len(literal) > 1024 or "\x00" in literal:
@@ -536,7 +548,7 @@ def _apply_template(
     data = task_test_data(template, template_files)
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
-    quiet = task_test_data(template, template_files, hidden) - data if hidden else set()
+    quiet = hidden_test_data(template_files, hidden) - data if hidden else set()
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
     }
@@ -589,8 +601,8 @@ def _apply_template(
         if _same(source, target):
             continue
         _restore(source, target, dest)
-        if rel in quiet and not (is_test_file(rel) or name in RUNNER_CONFIGS or rel in named):
-            continue
+        if rel in quiet and name not in RUNNER_CONFIGS and rel not in named:
+            continue  # (test data is never a test file: `_data_named`)
         restored.append(rel)
     return TreeChanges(restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped))
 

@@ -131,13 +131,18 @@ def library_logging() -> None:
     if not structlog.is_configured():
         _configure()
         return
-    processors = list(structlog.get_config()["processors"])
-    if redact_secrets in processors:
-        return
-    # The last processor renders (or hands the event to logging's formatter): redacting
-    # just before it also covers what the processors before it added.
-    at = max(len(processors) - 1, 0)
-    structlog.configure(processors=[*processors[:at], redact_secrets, *processors[at:]])
+    processors = structlog.get_config()["processors"]
+    if redact_secrets not in processors:
+        structlog.configure(processors=_redacting(processors))
+
+
+def _redacting(processors: Sequence[Any]) -> list[Any]:
+    """`processors` with `redact_secrets` once, just before the last one: the last renders
+    (or hands the event to logging's formatter), so redacting there also covers what the
+    processors before it added (context variables, `set_exc_info`)."""
+    kept = [p for p in processors if p is not redact_secrets]
+    at = max(len(kept) - 1, 0)
+    return [*kept[:at], redact_secrets, *kept[at:]]
 
 
 class _ConfigureOnImport(importlib.abc.MetaPathFinder):
@@ -170,12 +175,8 @@ def _configure() -> None:
 
     name = os.environ.get("ILH_LOG", "warning").upper()
     level = logging.getLevelNamesMapping().get(name, logging.WARNING)
-    # structlog's default chain, redacting just before its renderer (the last one): after
-    # the processors that add to the event (context variables, `set_exc_info`).
-    defaults = [p for p in structlog.get_config()["processors"] if p is not redact_secrets]
-    at = max(len(defaults) - 1, 0)
     structlog.configure(
-        processors=[*defaults[:at], redact_secrets, *defaults[at:]],
+        processors=_redacting(structlog.get_config()["processors"]),  # structlog's defaults
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
