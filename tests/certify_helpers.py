@@ -47,6 +47,15 @@ def certify_project(
     )  # fmt: skip
 
 
+def certified_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, Any]]:
+    """`certify_clean` certified with its certificate written to `h.cert.json`: the
+    example's folder and the certificate as JSON."""
+    folder = copy_example("certify_clean", tmp_path)
+    code, _, result = certify_project(folder, monkeypatch, "--certificate", "h.cert.json")
+    assert code == 0, result.output
+    return folder, json.loads((folder / "h.cert.json").read_text())
+
+
 def invoke(folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
     monkeypatch.chdir(folder)
     return CliRunner().invoke(ilh, list(args), catch_exceptions=False)

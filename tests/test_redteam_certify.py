@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from harness.certify.scan import folded
-from tests.certify_helpers import certify, certify_project, copy_example, invoke, tokens
+from tests.certify_helpers import (
+    certified_clean,
+    certify,
+    certify_project,
+    copy_example,
+    invoke,
+    tokens,
+)
 
 
 @pytest.mark.parametrize(
@@ -126,15 +133,7 @@ def test_a_handed_over_certificate_cannot_drive_the_receivers_terminal(
     """`ilh certify --check` printed a certificate's locators as they were: a carriage
     return drew "ok: everything certified" over the problem line, and an escape set the
     window title. The Markdown printed by `ilh certify` carried a field's escapes too."""
-    folder = copy_example("certify_clean", tmp_path)
-    code, _, result = certify_project(
-        folder,
-        monkeypatch,
-        "--certificate",
-        "h.cert.json",
-    )
-    assert code == 0, result.output
-    cert = json.loads((folder / "h.cert.json").read_text())
+    folder, cert = certified_clean(tmp_path, monkeypatch)
     hostile = "fizz.py\x1b]0;pwned\x07\x1b[2J\rok: everything certified"
     for judgment in cert["judgments"]:
         if judgment["verdict"]["kind"] == "Reference":

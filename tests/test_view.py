@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import ilh
-from tests.certify_helpers import certify, certify_project, copy_example
+from tests.certify_helpers import certified_clean, certify, certify_project, copy_example
 from tests.view_runs import HOSTILE, run_with_hostile_output
 
 ROLE = ("--role", "implementer", "--source", "project")
@@ -216,15 +216,8 @@ def test_the_page_is_never_written_through_a_planted_link_or_into_a_pipe(
     file it pointed at, and a pipe of that name made it hang."""
     import os
 
-    folder = copy_example("certify_clean", tmp_path)
-    code, _, result = certify_project(
-        folder,
-        monkeypatch,
-        "--certificate",
-        "h.cert.json",
-    )
-    assert code == 0, result.output
-    digest = json.loads((folder / "h.cert.json").read_text())["target_identity"][7:19]
+    folder, cert = certified_clean(tmp_path, monkeypatch)
+    digest = cert["target_identity"][7:19]
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     planted = folder / f"ilh-certificate-{digest}.html"
