@@ -151,7 +151,8 @@ class CheckRunner:
         # (`sandboxed/ilh_bridge.py`): see the module docstring.
         report_fd = os.memfd_create("ilh-runner-report", os.MFD_CLOEXEC)
         try:
-            bridge = {"report_fd": report_fd, "trusted": trusted_files(tree)}
+            trusted = sorted({*trusted_files(tree), *changes.trusted})
+            bridge = {"report_fd": report_fd, "trusted": trusted}
             (reports / "bridge.json").write_text(json.dumps(bridge), encoding="utf-8")
             runner_at = RUNNER_MOUNT if confined else str(RUNNER_DIR)
             reports_at = REPORT_MOUNT if confined else str(reports)

@@ -98,6 +98,10 @@ class TreeChanges(BaseModel):
     restored: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()  # "path: why"
     skipped: tuple[str, ...] = ()  # links and special files not copied
+    #: The task's Python files under its test folders (`task_test_folders`), restored: the
+    #: runner imports them itself, never from the solution process the agent's code
+    #: runs in (where that code could rewrite a helper's values after import).
+    trusted: tuple[str, ...] = ()
 
     @property
     def tampering(self) -> bool:
@@ -511,6 +515,23 @@ def runner_paths(args: Iterable[str]) -> set[str]:
     return {rel for word in args if (rel := _relative(word)) is not None}
 
 
+def task_test_folders(template_files: Iterable[str], named_dirs: Iterable[str] = ()) -> set[str]:
+    """The template's test folders: every folder but the root that holds one of its test
+    files (`is_test_file`), and the folders a check names. Everything the template ships
+    under them is the task's in the grading tree (restored; what the agent added there is
+    removed), Python helpers included (`tests/expected.py`, `checks/helpers.py`, a
+    sub-folder's `conftest.py`, a package `__init__.py`).
+
+    Why: a test's helper module holding the expected values (`from helpers import CASES`
+    beside `checks/test_calc.py`) was graded as the agent rewrote it, and the restored
+    tests passed. The cost: a solution module living beside its tests in a sub-folder
+    (`pkg/calc.py` next to `pkg/test_calc.py`) is graded as the template had it (closed,
+    not open); the root is never a test folder, so the usual flat layout is unaffected."""
+    found = {PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)}
+    found |= {d.rstrip("/") for d in named_dirs}
+    return {d for d in found if d not in ("", ".")}
+
+
 def build_tree(
     workspace: Path,
     template: Path | None,
@@ -544,13 +565,22 @@ def _apply_template(
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
     named = named | recipe_scripts(template)
-    named_dirs = {n for n in named if (template / n).is_dir()}
+    named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
     data = task_test_data(template, template_files)
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
     quiet = hidden_test_data(template_files, hidden) - data if hidden else set()
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
+    }
+    # The module names of the task's test helpers: an agent's module of the same name
+    # on the import path (a root `expected.py` beside the task's `tests/expected.py`)
+    # would be imported in the helper's place by a test run from the root.
+    helpers = {
+        name
+        for rel in template_entries
+        if PurePosixPath(rel).parent.as_posix() in named_dirs
+        and (name := module_name(PurePosixPath(rel).name)) is not None
     }
     shadowing = shadowing_names()
     removed: list[str] = []
@@ -569,7 +599,9 @@ def _apply_template(
                 continue
             why = _why_removed(rel, name, rel_here in import_dirs, shadowing)
             if why is None and under_named_dir(rel):
-                why = "not in the task's folder a check names"
+                why = "not in the task's test folder (or a folder a check names)"
+            if why is None and rel_here in import_dirs and module_name(name) in helpers:
+                why = f"a runner hook: it would shadow the task's test helper {module_name(name)!r}"
             if why is None and name in _MANIFESTS:
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
@@ -604,7 +636,14 @@ def _apply_template(
         if rel in quiet and name not in RUNNER_CONFIGS and rel not in named:
             continue  # (test data is never a test file: `_data_named`)
         restored.append(rel)
-    return TreeChanges(restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped))
+    trusted = tuple(
+        rel
+        for rel in sorted(template_files)
+        if rel.endswith(".py") and under_named_dir(rel) and (dest / rel).is_file()
+    )
+    return TreeChanges(
+        restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped), trusted=trusted
+    )
 
 
 def _why_removed(
