@@ -118,6 +118,16 @@ class CheckRunner:
         checks = self.sources.checks if criterion.hidden else None
         checks_at = (CHECKS_MOUNT if confined else str(checks)) if checks is not None else None
         call = self._runner_call(criterion, checks_at)
+        if checks is not None and call is None:
+            # Fail closed: a free command runs the agent's code with the hidden checks
+            # readable, and trusts an exit code that code decides (`os._exit(0)` on
+            # import passed `python $ILH_CHECKS/check.py`). Only the runner keeps the
+            # hidden tests apart from the agent's code.
+            raise OSError(
+                "a hidden check must be one test-runner call (pytest = …, unittest = …): "
+                "a free command lets the code under test read the hidden checks and decide "
+                "its exit code"
+            )
         # What the check names, restored from the template: a runner's paths, or the
         # script a free command runs.
         named = runner_paths(call.args) if call is not None else check_scripts(criterion.run or "")

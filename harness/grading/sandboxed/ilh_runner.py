@@ -221,7 +221,11 @@ def _module_file(cls: type) -> str | None:
 
 
 # ------------------------------------------------------------------------ unittest
-def run_unittest(args: list[str], record: Callable[[dict[str, Any]], None]) -> int:
+def run_unittest(
+    args: list[str],
+    record: Callable[[dict[str, Any]], None],
+    seal: Callable[[], None] = lambda: None,
+) -> int:
     import unittest
 
     def entry(test: unittest.TestCase, outcome: str) -> dict[str, Any]:
@@ -235,6 +239,10 @@ def run_unittest(args: list[str], record: Callable[[dict[str, Any]], None]) -> i
                 "outcome": outcome, "id": test.id()}  # fmt: skip
 
     class Result(unittest.TextTestResult):
+        def startTestRun(self) -> None:
+            seal()  # every test module is loaded: the hidden checks close (see `main`)
+            super().startTestRun()
+
         def addSuccess(self, test: unittest.TestCase) -> None:
             super().addSuccess(test)
             record(entry(test, "passed"))
@@ -285,6 +293,7 @@ def run_pytest(
     record: Callable[[dict[str, Any]], None],
     on_start: Callable[[], None],
     early: Callable[[], None] = lambda: None,
+    seal: Callable[[], None] = lambda: None,
 ) -> int:
     from pathlib import Path
 
@@ -323,6 +332,7 @@ def run_pytest(
             on_start()
 
         def pytest_collection_finish(self, session: Any) -> None:
+            seal()  # every test module is imported: the hidden checks close (see `main`)
             for item in session.items:
                 cls = getattr(item, "cls", None)
                 path = getattr(item, "path", None)
@@ -468,12 +478,24 @@ def main(argv: list[str]) -> None:
                 sys.meta_path.remove(finder)
             sys.meta_path.insert(0, finder)
 
+    def seal() -> None:
+        """Close the hidden checks to this process and all it starts from now on, once the
+        tests are loaded. Why: a test may start the agent's code in a process of its own
+        (`subprocess.run([sys.executable, "calc.py"])`), outside the solution process's
+        Landlock domain; that code read the hidden tests and was verified. The cost: a
+        hidden test reading its own folder while it runs (not at import) fails, closed."""
+        checks = os.environ.get("ILH_CHECKS")
+        problem = bridge.hide([checks]) if checks else None
+        if problem is not None:
+            print(f"ilh runner: the hidden checks stay open to what the tests start: {problem}",
+                  file=sys.stderr)  # fmt: skip
+
     status = 2
     try:
         if kind == "pytest":
-            status = run_pytest(args, root, report_dir, record, guard.rebase, front)
+            status = run_pytest(args, root, report_dir, record, guard.rebase, front, seal)
         else:
-            status = run_unittest(args, record)
+            status = run_unittest(args, record, seal)
     except BaseException as stop:
         print(f"ilh runner: the run ended with {type(stop).__name__}", file=sys.stderr)
         status = 3
