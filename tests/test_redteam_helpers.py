@@ -135,3 +135,82 @@ def test_the_tree_restores_helpers_removes_additions_and_trusts_the_task_files(
         "checks/sub/__init__.py",
         "checks/test_calc.py",
     }
+
+
+# --------------------------------------------------- test data no literal spells
+NAMED_AFTER_THE_TEST = """\
+import json
+import pathlib
+import unittest
+
+from calc import add
+
+CASES = json.loads(pathlib.Path(__file__).with_suffix(".json").read_text())
+
+
+class T(unittest.TestCase):
+    def test_add(self):
+        for a, b, want in CASES:
+            self.assertEqual(add(a, b), want)
+"""
+BY_PATTERN = """\
+import json
+import pathlib
+import unittest
+
+from calc import add
+
+HERE = pathlib.Path(__file__).parent
+CASES = [c for p in sorted(HERE.glob("cases_*.json")) for c in json.loads(p.read_text())]
+
+
+class T(unittest.TestCase):
+    def test_add(self):
+        self.assertTrue(CASES)
+        for a, b, want in CASES:
+            self.assertEqual(add(a, b), want)
+"""
+DATA_LAYOUTS = [
+    ({"calc.py": STUB, "test_calc.py": NAMED_AFTER_THE_TEST, "test_calc.json": "[[1, 2, 3]]"},
+     "test_calc.json"),
+    ({"calc.py": STUB, "test_calc.py": BY_PATTERN, "cases_a.json": "[[1, 2, 3]]"},
+     "cases_a.json"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("layout", "data"), DATA_LAYOUTS)
+def test_data_read_by_the_tests_name_or_a_pattern_is_the_tasks(
+    tmp_path: Path, layout: dict[str, str], data: str
+) -> None:
+    """`add` returns 0 and the data is rewritten to expect 0: the data was named by no
+    literal (`with_suffix(".json")`, `glob("cases_*.json")`), so it was the agent's."""
+    cheat = writes("cheat", {"calc.py": ZERO, data: "[[1, 2, 0]]"})
+    outcome = run(write_task(tmp_path, layout, 'unittest = "test_calc.py"', [cheat, claim()]))
+    never_complete(outcome)
+    assert "tests_changed" in {v["kind"] for v in outcome["violations"]}
+
+
+@pytest.mark.parametrize(("layout", "data"), DATA_LAYOUTS)
+def test_an_honest_agent_with_unnamed_test_data_is_verified(
+    tmp_path: Path, layout: dict[str, str], data: str
+) -> None:
+    honest = writes("add", {"calc.py": HONEST})
+    outcome = run(write_task(tmp_path, layout, 'unittest = "test_calc.py"', [honest, claim()]))
+    assert outcome["final"]["state"] == "complete", (data, outcome["violations"])
+
+
+def test_a_pattern_names_data_but_never_a_manifest_or_source(tmp_path: Path) -> None:
+    from harness.grading.tree import task_test_data
+
+    layout = {
+        "test_a.py": 'import glob; glob.glob("*.json"); glob.glob("*")',
+        "test_a.golden.txt": "g",
+        "cases.json": "c",
+        "package.json": "{}",
+        "calc.py": "x",
+        "notes.txt": "n",
+    }
+    for rel, text in layout.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    # "*" alone names nothing (too broad to be a test's data pattern).
+    assert task_test_data(tmp_path, layout) == {"test_a.golden.txt", "cases.json"}

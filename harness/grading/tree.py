@@ -46,6 +46,7 @@ otherwise rewrite the tests it is graded by.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import importlib.metadata
 import json
@@ -322,8 +323,10 @@ def task_test_data(
 ) -> set[str]:
     """The template's test data: its files that are not Python source and that a test
     file of the template names by a string literal, or that lie in a folder one names
-    (relative to the root, or to the test file's folder); and those a test of the
-    `hidden` checks folder names (relative to the root, where it runs).
+    (relative to the root, or to the test file's folder), or that a pattern literal
+    matches (`"cases_*.json"`), or that are named after a test file (`test_calc.json`
+    beside `test_calc.py`); and those a test of the `hidden` checks folder names
+    (relative to the root, where it runs).
 
     Why: a test that reads its expected values from a file (`cases.json` beside
     `test_calc.py`) passes for any code once the agent rewrote that file; an agent did
@@ -357,6 +360,10 @@ def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set
             folders.setdefault("/".join(parts[:i]), []).append(rel)
     found: set[str] = set()
     for source, here in tests:
+        # A file named after the test (`test_calc.json` beside `test_calc.py`): read by
+        # `Path(__file__).with_suffix(".json")`, a name no literal spells.
+        prefix = (here / source.stem).as_posix().removeprefix("./") + "."
+        found.update(f for f in files if f.startswith(prefix))
         for literal in _literals(source):
             if len(literal) > 1024 or "\x00" in literal:
                 continue
@@ -367,8 +374,22 @@ def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set
                 rel = (base / pure).as_posix()
                 if rel in (".", here.as_posix()):
                     continue  # the root or the test's own folder: not data it names
+                if _GLOB.search(literal) and len(_GLOB.sub("", literal)) >= 2:
+                    # A pattern (`glob("cases_*.json")`): every file it matches (`*`
+                    # crossing folders too: more restored, never less).
+                    # Never a manifest: its runner settings have their own rule.
+                    found.update(
+                        f
+                        for f in files
+                        if fnmatch.fnmatchcase(f, rel) and PurePosixPath(f).name not in _MANIFESTS
+                    )
+                    continue
                 found.update(f for f in [rel, *folders.get(rel, ())] if f in files)
     return {f for f in found if not f.endswith(_SOURCE_SUFFIXES) and not is_test_file(f)}
+
+
+#: The characters of a glob pattern (a literal holding one names the files it matches).
+_GLOB = re.compile(r"[*?\[]")
 
 
 #: Shell operators: each starts a new simple command (`cd x && sh check.sh`).
