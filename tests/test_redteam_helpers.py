@@ -214,3 +214,36 @@ def test_a_pattern_names_data_but_never_a_manifest_or_source(tmp_path: Path) -> 
         (tmp_path / rel).write_text(text, encoding="utf-8")
     # "*" alone names nothing (too broad to be a test's data pattern).
     assert task_test_data(tmp_path, layout) == {"test_a.golden.txt", "cases.json"}
+
+
+# ------------------------------------------------------------ root data modules
+ROOT_LAYOUT = {"calc.py": STUB, "test_calc.py": checks_test("expected"), "expected.py": CASES}
+
+
+def test_a_root_data_module_the_tests_import_is_the_tasks(tmp_path: Path) -> None:
+    cheat = writes("cheat", {"calc.py": ZERO, "expected.py": FORGED})
+    outcome = run(write_task(tmp_path, ROOT_LAYOUT, 'pytest = "test_calc.py"', [cheat, claim()]))
+    never_complete(outcome)
+    assert "tests_changed" in {v["kind"] for v in outcome["violations"]}
+
+
+def test_an_honest_agent_beside_a_root_data_module_is_verified(tmp_path: Path) -> None:
+    honest = writes("add", {"calc.py": HONEST})
+    outcome = run(write_task(tmp_path, ROOT_LAYOUT, 'pytest = "test_calc.py"', [honest, claim()]))
+    assert outcome["final"]["state"] == "complete", outcome["violations"]
+
+
+def test_data_modules_hold_only_literals_and_are_imported_by_a_test(tmp_path: Path) -> None:
+    from harness.grading.tree import data_modules
+
+    layout = {
+        "test_a.py": "import expected, consts\nfrom calc import add\nfrom cfg.x import Y\n",
+        "expected.py": '"""Cases."""\nCASES = [(1, -2, -1)]\nN: int = 3\n',
+        "consts.py": "import os\nX = 1\n",  # an import: code, the agent's
+        "calc.py": "def add(a, b):\n    raise NotImplementedError\n",
+        "unused.py": "Z = 1\n",  # data, but no test imports it
+        "cfg.py": "Y = 1\n",
+    }
+    for rel, text in layout.items():
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    assert data_modules(tmp_path, layout) == {"expected.py", "cfg.py"}

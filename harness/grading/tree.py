@@ -29,7 +29,12 @@ only when they stay inside it, dereferenced):
    template's test files names by a string literal (`"cases.json"`, `"data/in.txt"`,
    relative to the root or to the test's folder), or that lies in a folder a test names
    that way (`"fixtures"`): the expected values a test compares with are the task's,
-   not the agent's to rewrite (see `task_test_data`). A `pyproject.toml` is kept as
+   not the agent's to rewrite (see `task_test_data`); and so is everything the template
+   ships under its test folders (`task_test_folders`: helpers such as
+   `checks/helpers.py` included, the agent's additions there removed, and an agent
+   module on the import path named like one of those helpers removed) and every root
+   module of literals only that a test imports (`data_modules`: `expected.py`). The
+   runner imports these Python files itself (`TreeChanges.trusted`). A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
    `[tool.coverage…]`, `[tool.tox]`) equal the template's, and so is a `package.json`
    while its `scripts` and runner keys (`jest`, `mocha`…) do; otherwise the template's
@@ -553,6 +558,58 @@ def task_test_folders(template_files: Iterable[str], named_dirs: Iterable[str] =
     return {d for d in found if d not in ("", ".")}
 
 
+def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
+    """The template's root modules that hold only data (a docstring and assignments of
+    literal values: `CASES = [(1, 2, 3)]`) and that a test file of the template imports
+    (`from expected import CASES`): Python test data, the task's like `cases.json`.
+
+    Why: a root `expected.py` beside `test_calc.py` was graded as the agent rewrote it
+    (`add` returning 0, the cases made to expect 0) and verified. A module with any code
+    (a `def`, a `class`, a call) is the agent's work, graded as written; a data module a
+    task asks the agent to fill in is graded as the template had it (closed, not open)."""
+    files = set(template_files)
+    imported: set[str] = set()
+    for rel in sorted(files):
+        if not (rel.endswith(".py") and is_test_file(rel)):
+            continue
+        try:
+            if (template / rel).stat().st_size > _MAX_TEST_SOURCE:
+                continue
+            tree = ast.parse((template / rel).read_bytes())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported.update(a.name.partition(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.partition(".")[0])
+    return {
+        f"{name}.py"
+        for name in imported
+        if f"{name}.py" in files and _only_data(template / f"{name}.py")
+    }
+
+
+def _only_data(path: Path) -> bool:
+    try:
+        if path.stat().st_size > _MAX_TEST_SOURCE:
+            return False
+        body = ast.parse(path.read_bytes()).body
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if value is None:
+            return False
+        try:
+            ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return False
+    return bool(body)
+
+
 def build_tree(
     workspace: Path,
     template: Path | None,
@@ -585,7 +642,8 @@ def _apply_template(
         for f in template_files
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
-    named = named | recipe_scripts(template)
+    data_py = data_modules(template, template_files)
+    named = named | recipe_scripts(template) | data_py
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
     data = task_test_data(template, template_files)
     # What only a hidden check's tests name is restored without a word to the agent: a
@@ -660,7 +718,9 @@ def _apply_template(
     trusted = tuple(
         rel
         for rel in sorted(template_files)
-        if rel.endswith(".py") and under_named_dir(rel) and (dest / rel).is_file()
+        if rel.endswith(".py")
+        and (under_named_dir(rel) or rel in data_py)
+        and (dest / rel).is_file()
     )
     return TreeChanges(
         restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped), trusted=trusted
