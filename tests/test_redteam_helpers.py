@@ -247,3 +247,21 @@ def test_data_modules_hold_only_literals_and_are_imported_by_a_test(tmp_path: Pa
     for rel, text in layout.items():
         (tmp_path / rel).write_text(text, encoding="utf-8")
     assert data_modules(tmp_path, layout) == {"expected.py", "cfg.py"}
+
+
+def test_a_matcher_of_the_tasks_helper_is_not_tampering(tmp_path: Path) -> None:
+    """The helper is imported by the runner now: its `ANY` (equal to everything) is the
+    task's, as a test file's own would be, not a class the code under test made."""
+    helper = (
+        "class _Any:\n    def __eq__(self, other):\n        return True\n\nANY = _Any()\n" + CASES
+    )
+    test = (
+        checks_test("helpers").replace(
+            "from helpers import CASES", "from helpers import ANY, CASES"
+        )
+        + "\n    def test_any(self):\n        self.assertEqual(ANY, object())\n"
+    )
+    layout = {"calc.py": STUB, "checks/test_calc.py": test, "checks/helpers.py": helper}
+    honest = writes("add", {"calc.py": HONEST})
+    outcome = run(write_task(tmp_path, layout, 'pytest = "checks"', [honest, claim()]))
+    assert outcome["final"]["state"] == "complete", outcome["violations"]
