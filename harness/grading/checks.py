@@ -118,6 +118,16 @@ class CheckRunner:
         checks = self.sources.checks if criterion.hidden else None
         checks_at = (CHECKS_MOUNT if confined else str(checks)) if checks is not None else None
         call = self._runner_call(criterion, checks_at)
+        if checks is not None and call is None:
+            # Fail closed: a free command runs the agent's code with the hidden checks
+            # readable, and trusts an exit code that code decides (`os._exit(0)` on
+            # import passed `python $ILH_CHECKS/check.py`). Only the runner keeps the
+            # hidden tests apart from the agent's code.
+            raise OSError(
+                "a hidden check must be one test-runner call (pytest = …, unittest = …): "
+                "a free command lets the code under test read the hidden checks and decide "
+                "its exit code"
+            )
         # What the check names, restored from the template: a runner's paths, or the
         # script a free command runs.
         named = runner_paths(call.args) if call is not None else check_scripts(criterion.run or "")
@@ -151,7 +161,8 @@ class CheckRunner:
         # (`sandboxed/ilh_bridge.py`): see the module docstring.
         report_fd = os.memfd_create("ilh-runner-report", os.MFD_CLOEXEC)
         try:
-            bridge = {"report_fd": report_fd, "trusted": trusted_files(tree)}
+            trusted = sorted({*trusted_files(tree), *changes.trusted})
+            bridge = {"report_fd": report_fd, "trusted": trusted}
             (reports / "bridge.json").write_text(json.dumps(bridge), encoding="utf-8")
             runner_at = RUNNER_MOUNT if confined else str(RUNNER_DIR)
             reports_at = REPORT_MOUNT if confined else str(reports)

@@ -29,7 +29,12 @@ only when they stay inside it, dereferenced):
    template's test files names by a string literal (`"cases.json"`, `"data/in.txt"`,
    relative to the root or to the test's folder), or that lies in a folder a test names
    that way (`"fixtures"`): the expected values a test compares with are the task's,
-   not the agent's to rewrite (see `task_test_data`). A `pyproject.toml` is kept as
+   not the agent's to rewrite (see `task_test_data`); and so is everything the template
+   ships under its test folders (`task_test_folders`: helpers such as
+   `checks/helpers.py` included, the agent's additions there removed, and an agent
+   module on the import path named like one of those helpers removed) and every root
+   module of literals only that a test imports (`data_modules`: `expected.py`). The
+   runner imports these Python files itself (`TreeChanges.trusted`). A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
    `[tool.coverage…]`, `[tool.tox]`) equal the template's, and so is a `package.json`
    while its `scripts` and runner keys (`jest`, `mocha`…) do; otherwise the template's
@@ -46,6 +51,7 @@ otherwise rewrite the tests it is graded by.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import functools
 import importlib.metadata
 import json
@@ -98,6 +104,10 @@ class TreeChanges(BaseModel):
     restored: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()  # "path: why"
     skipped: tuple[str, ...] = ()  # links and special files not copied
+    #: The task's Python files under its test folders (`task_test_folders`), restored: the
+    #: runner imports them itself, never from the solution process the agent's code
+    #: runs in (where that code could rewrite a helper's values after import).
+    trusted: tuple[str, ...] = ()
 
     @property
     def tampering(self) -> bool:
@@ -318,8 +328,10 @@ def task_test_data(
 ) -> set[str]:
     """The template's test data: its files that are not Python source and that a test
     file of the template names by a string literal, or that lie in a folder one names
-    (relative to the root, or to the test file's folder); and those a test of the
-    `hidden` checks folder names (relative to the root, where it runs).
+    (relative to the root, or to the test file's folder), or that a pattern literal
+    matches (`"cases_*.json"`), or that are named after a test file (`test_calc.json`
+    beside `test_calc.py`); and those a test of the `hidden` checks folder names
+    (relative to the root, where it runs).
 
     Why: a test that reads its expected values from a file (`cases.json` beside
     `test_calc.py`) passes for any code once the agent rewrote that file; an agent did
@@ -353,6 +365,10 @@ def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set
             folders.setdefault("/".join(parts[:i]), []).append(rel)
     found: set[str] = set()
     for source, here in tests:
+        # A file named after the test (`test_calc.json` beside `test_calc.py`): read by
+        # `Path(__file__).with_suffix(".json")`, a name no literal spells.
+        prefix = (here / source.stem).as_posix().removeprefix("./") + "."
+        found.update(f for f in files if f.startswith(prefix))
         for literal in _literals(source):
             if len(literal) > 1024 or "\x00" in literal:
                 continue
@@ -363,8 +379,22 @@ def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set
                 rel = (base / pure).as_posix()
                 if rel in (".", here.as_posix()):
                     continue  # the root or the test's own folder: not data it names
+                if _GLOB.search(literal) and len(_GLOB.sub("", literal)) >= 2:
+                    # A pattern (`glob("cases_*.json")`): every file it matches (`*`
+                    # crossing folders too: more restored, never less).
+                    # Never a manifest: its runner settings have their own rule.
+                    found.update(
+                        f
+                        for f in files
+                        if fnmatch.fnmatchcase(f, rel) and PurePosixPath(f).name not in _MANIFESTS
+                    )
+                    continue
                 found.update(f for f in [rel, *folders.get(rel, ())] if f in files)
     return {f for f in found if not f.endswith(_SOURCE_SUFFIXES) and not is_test_file(f)}
+
+
+#: The characters of a glob pattern (a literal holding one names the files it matches).
+_GLOB = re.compile(r"[*?\[]")
 
 
 #: Shell operators: each starts a new simple command (`cd x && sh check.sh`).
@@ -511,6 +541,75 @@ def runner_paths(args: Iterable[str]) -> set[str]:
     return {rel for word in args if (rel := _relative(word)) is not None}
 
 
+def task_test_folders(template_files: Iterable[str], named_dirs: Iterable[str] = ()) -> set[str]:
+    """The template's test folders: every folder but the root that holds one of its test
+    files (`is_test_file`), and the folders a check names. Everything the template ships
+    under them is the task's in the grading tree (restored; what the agent added there is
+    removed), Python helpers included (`tests/expected.py`, `checks/helpers.py`, a
+    sub-folder's `conftest.py`, a package `__init__.py`).
+
+    Why: a test's helper module holding the expected values (`from helpers import CASES`
+    beside `checks/test_calc.py`) was graded as the agent rewrote it, and the restored
+    tests passed. The cost: a solution module living beside its tests in a sub-folder
+    (`pkg/calc.py` next to `pkg/test_calc.py`) is graded as the template had it (closed,
+    not open); the root is never a test folder, so the usual flat layout is unaffected."""
+    found = {PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)}
+    found |= {d.rstrip("/") for d in named_dirs}
+    return {d for d in found if d not in ("", ".")}
+
+
+def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
+    """The template's root modules that hold only data (a docstring and assignments of
+    literal values: `CASES = [(1, 2, 3)]`) and that a test file of the template imports
+    (`from expected import CASES`): Python test data, the task's like `cases.json`.
+
+    Why: a root `expected.py` beside `test_calc.py` was graded as the agent rewrote it
+    (`add` returning 0, the cases made to expect 0) and verified. A module with any code
+    (a `def`, a `class`, a call) is the agent's work, graded as written; a data module a
+    task asks the agent to fill in is graded as the template had it (closed, not open)."""
+    files = set(template_files)
+    imported: set[str] = set()
+    for rel in sorted(files):
+        if not (rel.endswith(".py") and is_test_file(rel)):
+            continue
+        try:
+            if (template / rel).stat().st_size > _MAX_TEST_SOURCE:
+                continue
+            tree = ast.parse((template / rel).read_bytes())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported.update(a.name.partition(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.partition(".")[0])
+    return {
+        f"{name}.py"
+        for name in imported
+        if f"{name}.py" in files and _only_data(template / f"{name}.py")
+    }
+
+
+def _only_data(path: Path) -> bool:
+    try:
+        if path.stat().st_size > _MAX_TEST_SOURCE:
+            return False
+        body = ast.parse(path.read_bytes()).body
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if value is None:
+            return False
+        try:
+            ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return False
+    return bool(body)
+
+
 def build_tree(
     workspace: Path,
     template: Path | None,
@@ -543,14 +642,24 @@ def _apply_template(
         for f in template_files
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
-    named = named | recipe_scripts(template)
-    named_dirs = {n for n in named if (template / n).is_dir()}
+    data_py = data_modules(template, template_files)
+    named = named | recipe_scripts(template) | data_py
+    named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
     data = task_test_data(template, template_files)
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
     quiet = hidden_test_data(template_files, hidden) - data if hidden else set()
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
+    }
+    # The module names of the task's test helpers: an agent's module of the same name
+    # on the import path (a root `expected.py` beside the task's `tests/expected.py`)
+    # would be imported in the helper's place by a test run from the root.
+    helpers = {
+        name
+        for rel in template_entries
+        if PurePosixPath(rel).parent.as_posix() in named_dirs
+        and (name := module_name(PurePosixPath(rel).name)) is not None
     }
     shadowing = shadowing_names()
     removed: list[str] = []
@@ -569,7 +678,9 @@ def _apply_template(
                 continue
             why = _why_removed(rel, name, rel_here in import_dirs, shadowing)
             if why is None and under_named_dir(rel):
-                why = "not in the task's folder a check names"
+                why = "not in the task's test folder (or a folder a check names)"
+            if why is None and rel_here in import_dirs and module_name(name) in helpers:
+                why = f"a runner hook: it would shadow the task's test helper {module_name(name)!r}"
             if why is None and name in _MANIFESTS:
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
@@ -604,7 +715,16 @@ def _apply_template(
         if rel in quiet and name not in RUNNER_CONFIGS and rel not in named:
             continue  # (test data is never a test file: `_data_named`)
         restored.append(rel)
-    return TreeChanges(restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped))
+    trusted = tuple(
+        rel
+        for rel in sorted(template_files)
+        if rel.endswith(".py")
+        and (under_named_dir(rel) or rel in data_py)
+        and (dest / rel).is_file()
+    )
+    return TreeChanges(
+        restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped), trusted=trusted
+    )
 
 
 def _why_removed(

@@ -128,6 +128,9 @@ class Guard:
         self.meta_path = list(sys.meta_path)
         self.path_hooks = list(sys.path_hooks)
         self.probes: tuple[object, ...] = (object(), "\x00ilh-probe-" + os.urandom(8).hex())
+        #: The tree's trusted files (real paths): the task's tests and helpers, whose
+        #: matchers (an `ANY` that equals everything) are the task's, not tampering.
+        self.trusted_files: frozenset[str] = frozenset()
 
     def rebase(self) -> None:
         """Accept what installed code changed since the snapshot (pytest loads its
@@ -171,7 +174,10 @@ class Guard:
                 method = owner.__dict__[attr]
                 if not isinstance(method, types.FunctionType):
                     continue
-                if _TEST_FILE.search(method.__code__.co_filename.replace(os.sep, "/")):
+                filename = method.__code__.co_filename
+                if _TEST_FILE.search(filename.replace(os.sep, "/")) or (
+                    os.path.realpath(filename) in self.trusted_files
+                ):
                     continue  # a matcher of the task's own tests (restored, trusted)
                 instance = _blank(cls)
                 if instance is None:
@@ -221,7 +227,11 @@ def _module_file(cls: type) -> str | None:
 
 
 # ------------------------------------------------------------------------ unittest
-def run_unittest(args: list[str], record: Callable[[dict[str, Any]], None]) -> int:
+def run_unittest(
+    args: list[str],
+    record: Callable[[dict[str, Any]], None],
+    seal: Callable[[], None] = lambda: None,
+) -> int:
     import unittest
 
     def entry(test: unittest.TestCase, outcome: str) -> dict[str, Any]:
@@ -235,6 +245,10 @@ def run_unittest(args: list[str], record: Callable[[dict[str, Any]], None]) -> i
                 "outcome": outcome, "id": test.id()}  # fmt: skip
 
     class Result(unittest.TextTestResult):
+        def startTestRun(self) -> None:
+            seal()  # every test module is loaded: the hidden checks close (see `main`)
+            super().startTestRun()
+
         def addSuccess(self, test: unittest.TestCase) -> None:
             super().addSuccess(test)
             record(entry(test, "passed"))
@@ -285,6 +299,7 @@ def run_pytest(
     record: Callable[[dict[str, Any]], None],
     on_start: Callable[[], None],
     early: Callable[[], None] = lambda: None,
+    seal: Callable[[], None] = lambda: None,
 ) -> int:
     from pathlib import Path
 
@@ -323,6 +338,7 @@ def run_pytest(
             on_start()
 
         def pytest_collection_finish(self, session: Any) -> None:
+            seal()  # every test module is imported: the hidden checks close (see `main`)
             for item in session.items:
                 cls = getattr(item, "cls", None)
                 path = getattr(item, "path", None)
@@ -454,6 +470,7 @@ def main(argv: list[str]) -> None:
     hidden = [p for p in (os.environ.get("ILH_CHECKS"), report_dir) if p]
     peer, solution_pid = bridge.start_solution(root, here, hidden)
     trusted = frozenset(str(t) for t in bridge_config.get("trusted") or ())
+    guard.trusted_files = frozenset(os.path.realpath(os.path.join(root, t)) for t in trusted)
     finder = bridge.SolutionFinder(peer, root, trusted)
     sys.meta_path.insert(0, finder)
     before = allowed
@@ -468,12 +485,24 @@ def main(argv: list[str]) -> None:
                 sys.meta_path.remove(finder)
             sys.meta_path.insert(0, finder)
 
+    def seal() -> None:
+        """Close the hidden checks to this process and all it starts from now on, once the
+        tests are loaded. Why: a test may start the agent's code in a process of its own
+        (`subprocess.run([sys.executable, "calc.py"])`), outside the solution process's
+        Landlock domain; that code read the hidden tests and was verified. The cost: a
+        hidden test reading its own folder while it runs (not at import) fails, closed."""
+        checks = os.environ.get("ILH_CHECKS")
+        problem = bridge.hide([checks]) if checks else None
+        if problem is not None:
+            print(f"ilh runner: the hidden checks stay open to what the tests start: {problem}",
+                  file=sys.stderr)  # fmt: skip
+
     status = 2
     try:
         if kind == "pytest":
-            status = run_pytest(args, root, report_dir, record, guard.rebase, front)
+            status = run_pytest(args, root, report_dir, record, guard.rebase, front, seal)
         else:
-            status = run_unittest(args, record)
+            status = run_unittest(args, record, seal)
     except BaseException as stop:
         print(f"ilh runner: the run ended with {type(stop).__name__}", file=sys.stderr)
         status = 3
