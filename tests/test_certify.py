@@ -15,7 +15,7 @@ from harness.certify.contract import Contract
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
 from harness.certify.scan import scan_target
-from tests.certify_helpers import certify, copy_example, invoke, tokens
+from tests.certify_helpers import certify, copy_example, invoke, reseal, tokens
 
 ROLE = ("--role", "implementer", "--source", "project")
 
@@ -562,6 +562,6 @@ def test_handoff_file_binding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(InputError, match=r"the file handoff\.md does not match"):
         bind_handoff(folder / "cert.json", objective="", file=folder / "handoff.md", where="t")
     not_certified = json.loads((folder / "cert.json").read_text()) | {"certified": False}
-    (folder / "no.json").write_text(json.dumps(not_certified))
+    (folder / "no.json").write_text(json.dumps(reseal(not_certified)))
     with pytest.raises(InputError, match="not a certificate of portability"):
         bind_handoff(folder / "no.json", objective="", file=None, where="t")

@@ -15,6 +15,7 @@ from tests.certify_helpers import (
     certify_project,
     copy_example,
     invoke,
+    reseal,
     tokens,
 )
 
@@ -139,7 +140,8 @@ def test_a_handed_over_certificate_cannot_drive_the_receivers_terminal(
         if judgment["verdict"]["kind"] == "Reference":
             judgment["verdict"]["stable_ref"]["locator"] = hostile
             break
-    (folder / "evil.cert.json").write_text(json.dumps(cert))
+    # Sealed as issued: a locator is the target's text, which a certifier does carry.
+    (folder / "evil.cert.json").write_text(json.dumps(reseal(cert)))
     checked = invoke(folder, monkeypatch, "certify", "--check", "evil.cert.json")
     assert checked.exit_code == 1
     assert "\x1b" not in checked.output and "\r" not in checked.output

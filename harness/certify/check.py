@@ -18,19 +18,43 @@ from pydantic import ValidationError
 from harness.certify.certificate import Certificate, sha256_digest
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
+from harness.certify.seal import seal_problem
 from harness.certify.target import read_target
 from harness.inputs.errors import InputError, parse_json, read_capped, read_utf8
+from harness.record.keys import RecordKeyError
 
 
-def load_certificate(path: Path) -> Certificate:
+def _read_certificate(path: Path) -> tuple[dict[str, object], Certificate]:
     text = read_utf8(path, "the certificate")
     raw = parse_json(text, path)
     try:
-        return Certificate.model_validate(raw)
+        certificate = Certificate.model_validate(raw)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise InputError(path, "E303", f"not a certificate: {where}: {first['msg']}") from None
+    # Validation accepted it as a model, so the JSON was an object.
+    return raw, certificate
+
+
+def load_certificate(path: Path) -> Certificate:
+    """The certificate at `path`, as it says: for showing it, never for trusting it."""
+    return _read_certificate(path)[1]
+
+
+def load_authentic_certificate(path: Path, key_path: Path | None = None) -> Certificate:
+    """The certificate at `path`, only if its seal verifies with this user's record key
+    (`harness.certify.seal`); `InputError` (E303, exit 2) with the reason otherwise. Every
+    place that acts on a certificate loads it through here, so a hand-edited one is refused
+    before any of its fields is believed."""
+    raw, certificate = _read_certificate(path)
+    try:
+        problem = seal_problem(raw, certificate, key_path)
+    except RecordKeyError as err:
+        raise InputError(path, "E500", str(err)) from None
+    if problem is not None:
+        raise InputError(path, "E303", problem)
+    return certificate
 
 
 @dataclass
@@ -58,7 +82,7 @@ class CheckReport:
 
 def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     """Exit 0 when `ok`, 1 otherwise; an unreadable certificate raises `InputError`."""
-    cert = load_certificate(cert_path)
+    cert = load_authentic_certificate(cert_path)
     folder = cert_path.parent
     locator = cert.target.locator
     if target is None:
@@ -120,8 +144,9 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
 def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where: str) -> None:
     """`ilh run` dispatches a handoff only as certified: the task's objective (or the file
     `[handoff] file` names) must have exactly the certified bytes. Raises `InputError`
-    (exit 2, no model called) with the reason otherwise."""
-    cert = load_certificate(certificate)
+    (exit 2, no model called) with the reason otherwise, a certificate whose seal does not
+    verify here included."""
+    cert = load_authentic_certificate(certificate)
     if not cert.certified:
         raise InputError(
             where,
