@@ -555,7 +555,8 @@ def test_handoff_file_binding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     folder = copy_example("certify_clean", tmp_path)
     certify(folder, monkeypatch, "handoff.md", *ROLE, "--certificate", "cert.json")
-    bind_handoff(folder / "cert.json", objective="anything", file=folder / "handoff.md", where="t")
+    record = (folder / "handoff.md").read_text()
+    bind_handoff(folder / "cert.json", objective=record, file=folder / "handoff.md", where="t")
     with pytest.raises(InputError, match="the task's objective does not match"):
         bind_handoff(folder / "cert.json", objective="anything", file=None, where="t")
     (folder / "handoff.md").write_text((folder / "handoff.md").read_text() + " ")

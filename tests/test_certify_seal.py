@@ -213,3 +213,23 @@ def test_every_certification_is_sealed_and_recorded_sealed(
     with RunStore(store) as runs:
         ended = runs.events(cert["run_id"])[-1].payload
     assert ended["result"]["seal"] == cert["seal"]
+
+
+def test_a_certified_file_does_not_certify_another_objective(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[handoff] file` checked the file's bytes and then dispatched the task's objective,
+    whatever it said: a certified handoff.md carried any objective through."""
+    folder = copy_example("certify_clean", tmp_path)
+    code, cert, _ = certify_project(folder, monkeypatch, "--certificate", "c.json")
+    assert code == 0
+    record = (folder / "handoff.md").read_text()
+    with pytest.raises(InputError, match="objective is neither the certified file"):
+        bind_handoff(folder / "c.json", objective=EDITED, file=folder / "handoff.md", where="t")
+    with pytest.raises(InputError, match="objective is neither"):
+        bind_handoff(folder / "c.json", objective="", file=folder / "handoff.md", where="t")
+    # The record itself, or the certificate's activation edge, is what may be dispatched.
+    bind_handoff(folder / "c.json", objective=record, file=folder / "handoff.md", where="t")
+    edge = cert["activation_edge"]["verb"]
+    assert "handoff.md" in edge
+    bind_handoff(folder / "c.json", objective=edge, file=folder / "handoff.md", where="t")
