@@ -545,6 +545,10 @@ def test_markdown_rendering_says_what_ran(tmp_path: Path, monkeypatch: pytest.Mo
     certify(folder, monkeypatch, "handoff.md", *ROLE, "--markdown", "cert.md")
     text = (folder / "cert.md").read_text()
     assert text.startswith("# NOT CERTIFIED: handoff.md")
+    # The refusal's outcome (AlreadyPortable: nothing repaired) must not read as a pass.
+    outcome = next(line for line in text.splitlines() if line.startswith("- outcome:"))
+    assert outcome.startswith("- outcome: none, NOT CERTIFIED (no repair applied;")
+    assert "is not a pass" in outcome
     assert "**lint-fallback**" in text and "| `/tmp/fizz-run.log` | 4:1 |" in text
     assert "| emergent | beyond-lint |" in text
 
