@@ -4,6 +4,7 @@ and the locator patterns missed them, and the handoff was certified portable."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,41 @@ def test_a_handed_over_certificate_cannot_drive_the_receivers_terminal(
     )  # fmt: skip
     assert shown.exit_code == 0, shown.output
     assert "\x1b" not in shown.stdout and "\\x1b]0;pwned" in shown.stdout
+
+
+def test_a_target_that_links_elsewhere_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`handoff.md -> ~/.aws/credentials`, shipped in a repository: certify read through
+    the link, and the secret went into the certificate's judgments (and, with --model, to
+    the refuter's model)."""
+    folder = copy_example("certify_clean", tmp_path)
+    secret = tmp_path / "home" / "credentials"
+    secret.parent.mkdir()
+    secret.write_text("aws_secret_access_key = 7f3a9c7f3a9cSECRET\n")
+    (folder / "handoff.md").unlink()
+    (folder / "handoff.md").symlink_to(secret)
+    code, cert, result = certify_project(folder, monkeypatch)
+    assert code == 2 and cert == {}
+    assert "E303 the target is a symbolic link to" in result.stderr
+    assert "7f3a9c7f3a9cSECRET" not in result.output
+
+
+def test_a_pipe_named_as_the_record_does_not_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO as the target, the --check target or the `[handoff] file` blocked in open
+    for good (and SIGTERM did not end it)."""
+    from harness.certify.check import bind_handoff
+    from harness.inputs.errors import InputError
+
+    folder, _ = certified_clean(tmp_path, monkeypatch)
+    os.mkfifo(folder / "pipe.md")
+    code, _, result = certify_project(folder, monkeypatch, "--certificate", "x.json")
+    assert code == 0, result.output
+    code, _, result = certify(folder, monkeypatch, "pipe.md", "--role", "r")
+    assert code == 2 and "not a regular file" in result.stderr
+    checked = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json", "pipe.md")
+    assert checked.exit_code == 1 and "not a regular file" in checked.output
+    with pytest.raises(InputError, match="not a regular file"):
+        bind_handoff(folder / "h.cert.json", objective="", file=folder / "pipe.md", where="t")

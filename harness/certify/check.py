@@ -19,8 +19,8 @@ from harness.certify.certificate import Certificate, sha256_digest
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
 from harness.certify.seal import seal_problem
-from harness.certify.target import read_target
-from harness.inputs.errors import InputError, parse_json, read_capped, read_utf8
+from harness.certify.target import read_record, read_target
+from harness.inputs.errors import InputError, parse_json, read_utf8
 from harness.record.keys import RecordKeyError
 
 
@@ -156,13 +156,7 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"portability (not certified: {cert.reason})",
         )
     if file is not None:
-        try:
-            with file.open("rb") as opened:
-                data = read_capped(opened, where, f"handoff: {file.name}")
-        except OSError as err:
-            raise InputError(
-                where, "E500", f"handoff: cannot read {file.name}: {err.strerror or err}"
-            ) from None
+        data = read_record(file, where, f"handoff: {file.name}")
         what = f"the file {file.name}"
     else:
         data = objective.encode("utf-8")
