@@ -259,3 +259,13 @@ def test_a_pipe_named_as_the_record_does_not_hang(
     assert checked.exit_code == 1 and "not a regular file" in checked.output
     with pytest.raises(InputError, match="not a regular file"):
         bind_handoff(folder / "h.cert.json", objective="", file=folder / "pipe.md", where="t")
+    # A pipe as the certificate: `[handoff] certificate` and --check.
+    with pytest.raises(InputError, match="the certificate is not a regular file"):
+        bind_handoff(folder / "pipe.md", objective="", file=None, where="t")
+    checked = invoke(folder, monkeypatch, "certify", "--check", "pipe.md", "handoff.md")
+    assert checked.exit_code == 2 and "not a regular file" in checked.output
+    # Only hashed, a linked `[handoff] file` (and a linked certificate) are followed.
+    (folder / "linked.md").symlink_to(folder / "handoff.md")
+    (folder / "linked.json").symlink_to(folder / "h.cert.json")
+    record = (folder / "handoff.md").read_text()
+    bind_handoff(folder / "linked.json", objective=record, file=folder / "linked.md", where="t")

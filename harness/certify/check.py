@@ -20,12 +20,17 @@ from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
 from harness.certify.seal import seal_problem
 from harness.certify.target import read_record, read_target
-from harness.inputs.errors import InputError, parse_json, read_utf8
+from harness.inputs.errors import InputError, parse_json
 from harness.record.keys import RecordKeyError
 
 
 def _read_certificate(path: Path) -> tuple[dict[str, object], Certificate]:
-    text = read_utf8(path, "the certificate")
+    # Not `read_utf8`: a pipe named as the certificate (`[handoff] certificate`) hung there.
+    data = read_record(path, str(path), "the certificate", follow_links=True)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
     raw = parse_json(text, path)
     try:
         certificate = Certificate.model_validate(raw)
@@ -156,7 +161,7 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"portability (not certified: {cert.reason})",
         )
     if file is not None:
-        data = read_record(file, where, f"handoff: {file.name}")
+        data = read_record(file, where, f"handoff: {file.name}", follow_links=True)
         what = f"the file {file.name}"
     else:
         data = objective.encode("utf-8")

@@ -67,7 +67,7 @@ def read_target(given: str, base: Path) -> Target:
     )
 
 
-def read_record(path: Path, where: str, what: str) -> bytes:
+def read_record(path: Path, where: str, what: str, *, follow_links: bool = False) -> bytes:
     """The bytes of a record file, refused (bad input) unless it is a regular file reached
     without a link that leads it elsewhere.
 
@@ -77,10 +77,12 @@ def read_record(path: Path, where: str, what: str) -> bytes:
     keeps links) was read through, and the file it named went into the certificate's
     judgments and to the refuter's model: a link is refused, naming the file it points
     to, which the person can name instead if it is the record they mean. (A linked folder
-    on the way is followed: `examples -> ../repo/examples` is how people lay out work.)"""
+    on the way is followed: `examples -> ../repo/examples` is how people lay out work.)
+    `follow_links`: for a file only hashed or checked (a certificate, `[handoff] file`),
+    whose bytes go nowhere, a link is followed; its type is still checked."""
     absolute = Path(os.path.abspath(path))
     real = Path(os.path.realpath(path))
-    if absolute.is_symlink():
+    if absolute.is_symlink() and not follow_links:
         raise InputError(
             where,
             "E303",
