@@ -224,12 +224,17 @@ def test_a_certified_file_does_not_certify_another_objective(
     code, cert, _ = certify_project(folder, monkeypatch, "--certificate", "c.json")
     assert code == 0
     record = (folder / "handoff.md").read_text()
-    with pytest.raises(InputError, match="objective is neither the certified file"):
+    with pytest.raises(InputError, match="objective is not the certified file"):
         bind_handoff(folder / "c.json", objective=EDITED, file=folder / "handoff.md", where="t")
-    with pytest.raises(InputError, match="objective is neither"):
+    with pytest.raises(InputError, match="objective is not the certified file"):
         bind_handoff(folder / "c.json", objective="", file=folder / "handoff.md", where="t")
-    # The record itself, or the certificate's activation edge, is what may be dispatched.
-    bind_handoff(folder / "c.json", objective=record, file=folder / "handoff.md", where="t")
+    # Not the activation edge either: the agent would read its workspace's handoff.md,
+    # which is not the file checked here.
     edge = cert["activation_edge"]["verb"]
     assert "handoff.md" in edge
-    bind_handoff(folder / "c.json", objective=edge, file=folder / "handoff.md", where="t")
+    with pytest.raises(InputError, match="objective is not the certified file"):
+        bind_handoff(folder / "c.json", objective=edge, file=folder / "handoff.md", where="t")
+    bind_handoff(folder / "c.json", objective=record, file=folder / "handoff.md", where="t")
+    bind_handoff(
+        folder / "c.json", objective=f"\n{record}\n\n", file=folder / "handoff.md", where="t"
+    )

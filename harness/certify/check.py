@@ -149,7 +149,7 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
 def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where: str) -> None:
     """`ilh run` dispatches a handoff only as certified: the task's objective (or the file
     `[handoff] file` names) must have exactly the certified bytes, and with a file the
-    objective must be that record or the certificate's activation edge. Raises `InputError`
+    objective must be that record. Raises `InputError`
     (exit 2, no model called) with the reason otherwise, a certificate whose seal does not
     verify here included."""
     cert = load_authentic_certificate(certificate)
@@ -175,18 +175,16 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"{digest}, the certified record is {cert.target_identity}; it changed after "
             "certification (or is another record): certify it again before dispatch",
         )
-    if file is not None:
-        # What is dispatched is the objective, never the file: a certified file beside an
-        # objective of any other text dispatched that text. The objective must be the
-        # certified record itself or the certificate's activation edge (its minimal
-        # hand-over, "Read handoff.md and execute it"), nothing else.
-        edge = cert.activation_edge.verb
-        if objective.strip() not in (data.decode("utf-8", "replace").strip(), edge.strip()):
-            raise InputError(
-                where,
-                "E303",
-                f"handoff: the task's objective is neither the certified file {file.name} "
-                f"nor its certificate's activation edge ({edge!r}): the objective is what "
-                "is dispatched, so it must be the certified record or the edge that hands "
-                "it over",
-            )
+    # What is dispatched is the objective, never the file: a certified file beside an
+    # objective of any other text dispatched that text. The objective must be the
+    # certified record itself (up to the blank lines around it, which a TOML string
+    # adds or drops). Not the activation edge ("Read handoff.md and execute it"): the
+    # agent would read whatever handoff.md its workspace holds, which is not the file
+    # checked here.
+    if file is not None and objective.strip() != data.decode("utf-8", "replace").strip():
+        raise InputError(
+            where,
+            "E303",
+            f"handoff: the task's objective is not the certified file {file.name}: the "
+            "objective is what is dispatched, so it must be the certified record itself",
+        )
