@@ -56,6 +56,17 @@ def certified_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pa
     return folder, json.loads((folder / "h.cert.json").read_text())
 
 
+def reseal(cert: dict[str, Any]) -> dict[str, Any]:
+    """`cert` sealed with this session's record key, as if the certifier had issued it:
+    for tests of what a certifier-issued certificate can carry (its seal is tested on its
+    own, in tests/test_certify_seal.py)."""
+    from harness.certify.certificate import Certificate
+    from harness.certify.seal import issuing_key, seal_certificate
+
+    sealed = seal_certificate(Certificate.model_validate(cert), issuing_key())
+    return sealed.model_dump(mode="json")
+
+
 def invoke(folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
     monkeypatch.chdir(folder)
     return CliRunner().invoke(ilh, list(args), catch_exceptions=False)

@@ -15,7 +15,7 @@ from harness.certify.contract import Contract
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
 from harness.certify.scan import scan_target
-from tests.certify_helpers import certify, copy_example, invoke, tokens
+from tests.certify_helpers import certify, copy_example, invoke, reseal, tokens
 
 ROLE = ("--role", "implementer", "--source", "project")
 
@@ -545,6 +545,10 @@ def test_markdown_rendering_says_what_ran(tmp_path: Path, monkeypatch: pytest.Mo
     certify(folder, monkeypatch, "handoff.md", *ROLE, "--markdown", "cert.md")
     text = (folder / "cert.md").read_text()
     assert text.startswith("# NOT CERTIFIED: handoff.md")
+    # The refusal's outcome (AlreadyPortable: nothing repaired) must not read as a pass.
+    outcome = next(line for line in text.splitlines() if line.startswith("- outcome:"))
+    assert outcome.startswith("- outcome: none, NOT CERTIFIED (no repair applied;")
+    assert "is not a pass" in outcome
     assert "**lint-fallback**" in text and "| `/tmp/fizz-run.log` | 4:1 |" in text
     assert "| emergent | beyond-lint |" in text
 
@@ -555,13 +559,14 @@ def test_handoff_file_binding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     folder = copy_example("certify_clean", tmp_path)
     certify(folder, monkeypatch, "handoff.md", *ROLE, "--certificate", "cert.json")
-    bind_handoff(folder / "cert.json", objective="anything", file=folder / "handoff.md", where="t")
+    record = (folder / "handoff.md").read_text()
+    bind_handoff(folder / "cert.json", objective=record, file=folder / "handoff.md", where="t")
     with pytest.raises(InputError, match="the task's objective does not match"):
         bind_handoff(folder / "cert.json", objective="anything", file=None, where="t")
     (folder / "handoff.md").write_text((folder / "handoff.md").read_text() + " ")
     with pytest.raises(InputError, match=r"the file handoff\.md does not match"):
         bind_handoff(folder / "cert.json", objective="", file=folder / "handoff.md", where="t")
     not_certified = json.loads((folder / "cert.json").read_text()) | {"certified": False}
-    (folder / "no.json").write_text(json.dumps(not_certified))
+    (folder / "no.json").write_text(json.dumps(reseal(not_certified)))
     with pytest.raises(InputError, match="not a certificate of portability"):
         bind_handoff(folder / "no.json", objective="", file=None, where="t")

@@ -200,16 +200,26 @@ def test_handoff_task_is_refused_for_an_edited_objective(
     folder = copy_example("certify_handoff", tmp_path)
     store = tmp_path / "runs.db"
     runner = CliRunner()
-    result = runner.invoke(
-        ilh,
-        ["run", str(folder / "task.toml"), "--json", "--store", str(store)],
-        catch_exceptions=False,
-    )
+    run = ["run", str(folder / "task.toml"), "--json", "--store", str(store)]
+    # As shipped, the certificate was issued with another key: refused, fail closed.
+    result = runner.invoke(ilh, run, catch_exceptions=False)
+    assert result.exit_code == 2
+    assert "E303 the certificate was issued with another key" in result.stderr
+    # Certified here (README.md), the edited objective is what is refused.
+    code, _, made = certify(
+        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "workspace",
+        "--verify", "python -m unittest -q", "--certificate", "handoff.cert.json", store=store,
+    )  # fmt: skip
+    assert code == 0, made.output
+    with RunStore(store) as runs:
+        certifications = {r.run_id for r in runs.list_runs()}
+    result = runner.invoke(ilh, run, catch_exceptions=False)
     assert result.exit_code == 2
     assert "does not match its certificate handoff.cert.json" in result.stderr
     assert "Traceback" not in result.output + result.stderr
     with RunStore(store) as runs:
-        assert runs.list_runs() == []  # refused before any run, so before any model call
+        # refused before any run, so before any model call
+        assert {r.run_id for r in runs.list_runs()} == certifications
     # The objective exactly as certified dispatches.
     task = (folder / "task.toml").read_text()
     certified = (folder / "handoff.md").read_text()

@@ -253,3 +253,21 @@ def test_outputs_named_by_a_pipe_are_refused_not_waited_on(
             "pipe",
         )
         assert code == 2, (option, result.output)
+
+
+def test_a_forged_certificate_is_not_shown_as_a_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ilh view` of a NOT CERTIFIED certificate hand-edited to `certified: true` showed a
+    green "certified": viewing refuses nothing, but it says the seal does not verify."""
+    folder = copy_example("certify_tethered", tmp_path)
+    code, cert, _ = certify_project(folder, monkeypatch)
+    assert code == 1
+    (tmp_path / "real.json").write_text(json.dumps(cert))
+    real = viewed(tmp_path, str(tmp_path / "real.json"), tmp_path / "none.db")
+    assert "NOT AUTHENTIC" not in real and 'class="fail"' in real
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(cert | {"certified": True, "reason": None}))
+    page = viewed(tmp_path, str(forged), tmp_path / "none.db")
+    assert "NOT AUTHENTIC" in page and "does not match its seal" in page
+    assert 'class="pass"' not in page and ">certified<" not in page

@@ -180,6 +180,17 @@ class PremiseGate(_Model):
         return "derived copy"
 
 
+class Seal(_Model):
+    """Who issued the certificate, as a MAC (`harness.certify.seal`): an HMAC-SHA256, with
+    the per-user record key, over the certificate's canonical content without this field."""
+
+    algorithm: Literal["hmac-sha256"] = "hmac-sha256"
+    key_id: str = Field(
+        pattern=r"^[0-9a-f]{16}$", description="the issuing key's public fingerprint"
+    )
+    mac: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
 class Certificate(_Model):
     format: Literal["ilh-certificate/1"] = "ilh-certificate/1"
     certified: bool
@@ -205,6 +216,11 @@ class Certificate(_Model):
     passes: int = Field(ge=0)
     issued_at: str
     run_id: str | None = None
+    seal: Seal | None = Field(
+        default=None,
+        description="the issuer's MAC; `ilh run` and `ilh certify --check` trust only a "
+        "certificate whose seal verifies with the key of the user checking it",
+    )
 
     def to_json(self) -> str:
         return self.model_dump_json(indent=2)

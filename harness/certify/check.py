@@ -18,19 +18,48 @@ from pydantic import ValidationError
 from harness.certify.certificate import Certificate, sha256_digest
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
-from harness.certify.target import read_target
-from harness.inputs.errors import InputError, parse_json, read_capped, read_utf8
+from harness.certify.seal import seal_problem
+from harness.certify.target import read_record, read_target
+from harness.inputs.errors import InputError, parse_json
+from harness.record.keys import RecordKeyError
 
 
-def load_certificate(path: Path) -> Certificate:
-    text = read_utf8(path, "the certificate")
+def _read_certificate(path: Path) -> tuple[dict[str, object], Certificate]:
+    # Not `read_utf8`: a pipe named as the certificate (`[handoff] certificate`) hung there.
+    data = read_record(path, str(path), "the certificate", follow_links=True)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
     raw = parse_json(text, path)
     try:
-        return Certificate.model_validate(raw)
+        certificate = Certificate.model_validate(raw)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise InputError(path, "E303", f"not a certificate: {where}: {first['msg']}") from None
+    # Validation accepted it as a model, so the JSON was an object.
+    return raw, certificate
+
+
+def load_certificate(path: Path) -> Certificate:
+    """The certificate at `path`, as it says: for showing it, never for trusting it."""
+    return _read_certificate(path)[1]
+
+
+def load_authentic_certificate(path: Path, key_path: Path | None = None) -> Certificate:
+    """The certificate at `path`, only if its seal verifies with this user's record key
+    (`harness.certify.seal`); `InputError` (E303, exit 2) with the reason otherwise. Every
+    place that acts on a certificate loads it through here, so a hand-edited one is refused
+    before any of its fields is believed."""
+    raw, certificate = _read_certificate(path)
+    try:
+        problem = seal_problem(raw, certificate, key_path)
+    except RecordKeyError as err:
+        raise InputError(path, "E500", str(err)) from None
+    if problem is not None:
+        raise InputError(path, "E303", problem)
+    return certificate
 
 
 @dataclass
@@ -58,7 +87,7 @@ class CheckReport:
 
 def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     """Exit 0 when `ok`, 1 otherwise; an unreadable certificate raises `InputError`."""
-    cert = load_certificate(cert_path)
+    cert = load_authentic_certificate(cert_path)
     folder = cert_path.parent
     locator = cert.target.locator
     if target is None:
@@ -119,9 +148,11 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
 
 def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where: str) -> None:
     """`ilh run` dispatches a handoff only as certified: the task's objective (or the file
-    `[handoff] file` names) must have exactly the certified bytes. Raises `InputError`
-    (exit 2, no model called) with the reason otherwise."""
-    cert = load_certificate(certificate)
+    `[handoff] file` names) must have exactly the certified bytes, and with a file the
+    objective must be that record. Raises `InputError`
+    (exit 2, no model called) with the reason otherwise, a certificate whose seal does not
+    verify here included."""
+    cert = load_authentic_certificate(certificate)
     if not cert.certified:
         raise InputError(
             where,
@@ -130,13 +161,7 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"portability (not certified: {cert.reason})",
         )
     if file is not None:
-        try:
-            with file.open("rb") as opened:
-                data = read_capped(opened, where, f"handoff: {file.name}")
-        except OSError as err:
-            raise InputError(
-                where, "E500", f"handoff: cannot read {file.name}: {err.strerror or err}"
-            ) from None
+        data = read_record(file, where, f"handoff: {file.name}", follow_links=True)
         what = f"the file {file.name}"
     else:
         data = objective.encode("utf-8")
@@ -149,4 +174,17 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"handoff: {what} does not match its certificate {certificate.name}: it is "
             f"{digest}, the certified record is {cert.target_identity}; it changed after "
             "certification (or is another record): certify it again before dispatch",
+        )
+    # What is dispatched is the objective, never the file: a certified file beside an
+    # objective of any other text dispatched that text. The objective must be the
+    # certified record itself (up to the blank lines around it, which a TOML string
+    # adds or drops). Not the activation edge ("Read handoff.md and execute it"): the
+    # agent would read whatever handoff.md its workspace holds, which is not the file
+    # checked here.
+    if file is not None and objective.strip() != data.decode("utf-8", "replace").strip():
+        raise InputError(
+            where,
+            "E303",
+            f"handoff: the task's objective is not the certified file {file.name}: the "
+            "objective is what is dispatched, so it must be the certified record itself",
         )

@@ -63,10 +63,12 @@ from harness.certify.reach import Reach
 from harness.certify.reach import Resolution as Reached
 from harness.certify.refuter import RefuterBudget, RefuterInputs, RefuterSession
 from harness.certify.scan import LintFinding, Scan, carried_content, lint_verdict, scan_target
+from harness.certify.seal import issuing_key, seal_certificate
 from harness.certify.target import Target, read_target, relative_locator
 from harness.inputs.errors import InputError
 from harness.models.interface import ModelClient
 from harness.record.events import EventKind, utc_now_iso
+from harness.record.keys import RecordKey
 from harness.record.store import RunStore
 
 log = structlog.get_logger("ilh.certify")
@@ -122,6 +124,7 @@ class Certifier:
     def __init__(self, request: Request) -> None:
         self.request = request
         self.run_id: str | None = None
+        self.key: RecordKey | None = None
 
     # -- the record ----------------------------------------------------------------------
 
@@ -154,6 +157,10 @@ class Certifier:
         edge = ActivationEdge(
             verb=verb.replace("{locator}", target.ref.locator), locator=target.ref
         )
+        # The key that seals the certificate, read (or created) before any work: a key that
+        # cannot be had is known before a refuter has spent its budget. The store's key when
+        # there is a store, so the certificate and its run record have one issuer.
+        self.key = issuing_key(req.store.key_path if req.store is not None else None)
         if req.store is not None:
             self.run_id = req.store.create_run(
                 f"certify:{target.name}"[:64],
@@ -722,6 +729,9 @@ class Certifier:
             issued_at=utc_now_iso(),
             run_id=self.run_id,
         )
+        # Every certificate is sealed, a refusal too: an unsealed one is never trusted, and
+        # a sealed "not certified" cannot be edited into a certified one.
+        certificate = seal_certificate(certificate, self.key or issuing_key())
         if req.store is not None and self.run_id is not None:
             self.record(
                 EventKind.RUN_ENDED,

@@ -18,6 +18,21 @@ def _line(text: str) -> str:
     return " ".join(text.split()) if any(c in text for c in "\n\r\v\f\x85\u2028\u2029") else text
 
 
+def _outcome(cert: Certificate) -> str:
+    """The outcome line. DIYLISIS names a refusal's outcome too (AlreadyPortable: no repair
+    was applied), and "outcome: AlreadyPortable" under NOT CERTIFIED read as a pass to a
+    person: on a refusal the line says first that there is no certified outcome."""
+    kind = cert.outcome.kind
+    deltas = f" ({len(cert.outcome.deltas)} delta(s))" if cert.outcome.kind == "Repaired" else ""
+    if cert.certified:
+        return f"- outcome: {kind}{deltas}"
+    applied = "no repair applied" if kind == "AlreadyPortable" else f"repairs applied{deltas}"
+    return (
+        f"- outcome: none, NOT CERTIFIED ({applied}; the JSON's `outcome` says {kind}, "
+        "which is not a pass)"
+    )
+
+
 def render_markdown(cert: Certificate) -> str:
     verdict = cert.verdict
     head = "CERTIFIED" if cert.certified else "NOT CERTIFIED"
@@ -32,8 +47,7 @@ def render_markdown(cert: Certificate) -> str:
             if verdict and verdict.realization == "lint-fallback"
             else ""
         ),
-        f"- outcome: {cert.outcome.kind}"
-        + (f" ({len(cert.outcome.deltas)} delta(s))" if cert.outcome.kind == "Repaired" else ""),
+        _outcome(cert),
         f"- passes: {cert.passes}; issued {cert.issued_at}"
         + (f"; run {cert.run_id}" if cert.run_id else ""),
         f"- activation edge: {_line(cert.activation_edge.verb)}",

@@ -623,6 +623,8 @@ def rendering(shape: Shape, scan: Scan) -> None:
             )
         previous = line
     close_paragraph()
+    for token, n, col, why, note in hidden_text(shape):
+        add(token, n, col, why, note)
     if shape.fence_open is not None:
         n, opener = shape.fence_open
         add(
@@ -634,8 +636,108 @@ def rendering(shape: Shape, scan: Scan) -> None:
         )
     scan.checked["rendering-accidents"] = (
         "single-tilde pairs (strikethrough), backtick balance per paragraph, setext and ATX "
-        f"heading accidents, unclosed fences; {found} found"
+        "heading accidents, unclosed fences, hidden text (invisible characters, HTML "
+        f"comments and hidden elements, mixed-script look-alike words); {found} found"
     )
+
+
+# Text the person certifying does not see but an agent receiver reads in full: a record
+# that says one thing rendered and another raw is a different record for each of them
+# (and the carrier of instructions hidden from the certifier, for the refuter or the
+# receiver). Each is a finding, so it is shown and answered, never certified past.
+_HTML_COMMENT = re.compile(r"<!--")
+_HIDDEN_ELEMENT = re.compile(
+    r"<[a-zA-Z][^>]*?(?:\shidden(?:[\s>=/]|$)|display\s*:\s*none|visibility\s*:\s*hidden"
+    r"|font-size\s*:\s*0(?![.\d]*[1-9]))",
+    re.IGNORECASE,
+)
+# Look-alikes of Latin letters in scripts that mixed into a Latin word only to disguise
+# it ("\u0430s \u0430bove" reads as "as above" and matched no word list). Greek is limited
+# to its Latin look-alikes, so "μs" and "α-helix" stay prose.
+_GREEK_LOOKALIKES = frozenset("αβγεικνοπρτυχωΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
+_WORD = re.compile(r"\w+")
+
+
+def _script(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    return name.split(" ", 1)[0] if name else ""
+
+
+def _invisible(line: str, i: int) -> bool:
+    """A format character (zero-width space or joiner, bidi control, soft hyphen, tag
+    character, word joiner) that is not the joiner of an emoji sequence."""
+    ch = line[i]
+    if unicodedata.category(ch) != "Cf":
+        return False
+    if ch == "\u200d":
+        around = line[i - 1 : i] + line[i + 1 : i + 2]
+        return not any(unicodedata.category(c) in ("So", "Sk") for c in around)
+    return True
+
+
+def hidden_text(shape: Shape) -> list[tuple[str, int, int, str, str]]:
+    """(token, line, column, why, repair note) of each hidden span of the target."""
+    out: list[tuple[str, int, int, str, str]] = []
+    for n, line in enumerate(shape.lines, 1):
+        if not line.isascii():
+            for i in range(len(line)):
+                if _invisible(line, i):
+                    name = unicodedata.name(line[i], f"U+{ord(line[i]):04X}")
+                    out.append(
+                        (
+                            line[i],
+                            n,
+                            i + 1,
+                            f"an invisible character ({name}): the receiver reads text the "
+                            "person certifying does not see (words split or joined, order "
+                            "reversed, or characters no one can read)",
+                            "remove it",
+                        )
+                    )
+                    break  # one per line: the line is then re-read as a whole
+            for word in _WORD.finditer(line):
+                scripts = {_script(c) for c in word.group() if c.isalpha()}
+                if "LATIN" not in scripts:
+                    continue
+                greek = any(c in _GREEK_LOOKALIKES for c in word.group())
+                if "CYRILLIC" in scripts or ("GREEK" in scripts and greek):
+                    out.append(
+                        (
+                            word.group(),
+                            n,
+                            word.start() + 1,
+                            "a word mixing Latin letters with look-alikes from another "
+                            "script: it reads as one word and is another to every search",
+                            "retype the word in one script",
+                        )
+                    )
+        if shape.fenced[n - 1]:
+            continue  # a fence shows its HTML as text
+        prose = _blank_code(line)
+        for match in _HTML_COMMENT.finditer(prose):
+            out.append(
+                (
+                    match.group(),
+                    n,
+                    match.start() + 1,
+                    "an HTML comment: hidden when the record is rendered, read in full by an "
+                    "agent receiver, so the person certifying and the receiver see different "
+                    "records",
+                    "move what it says into the visible text, or remove it",
+                )
+            )
+        for match in _HIDDEN_ELEMENT.finditer(prose):
+            out.append(
+                (
+                    line[match.start() : match.end()],
+                    n,
+                    match.start() + 1,
+                    "an HTML element hidden when rendered: its text reaches an agent receiver "
+                    "but not a person reading the record",
+                    "make its text visible, or remove it",
+                )
+            )
+    return out
 
 
 def _tilde_pairs(line: str) -> list[tuple[int, int]]:

@@ -9,6 +9,7 @@ the harness did not read. A file has a write channel (repairs land in place with
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,17 +60,53 @@ def read_target(given: str, base: Path) -> Target:
     if given.startswith(GIT_PREFIX):
         return read_git(given, base)
     path = Path(given) if Path(given).is_absolute() else base / given
-    try:
-        with path.open("rb") as file:
-            data = read_capped(file, given, "the target")
-    except IsADirectoryError:
-        raise InputError(given, "E500", "the target is a directory, not a record") from None
-    except OSError as err:
-        raise InputError(given, "E500", f"cannot read the target: {err.strerror or err}") from None
+    data = read_record(path, given, "the target")
     decode(data, given)
     return Target(
         ref=StableRef(kind="path", locator=relative_locator(path, base)), data=data, path=path
     )
+
+
+def read_record(path: Path, where: str, what: str, *, follow_links: bool = False) -> bytes:
+    """The bytes of a record file, refused (bad input) unless it is a regular file reached
+    without a link that leads it elsewhere.
+
+    A pipe named as the record hung the command for good (blocked in open, deaf to
+    SIGTERM): it is opened non-blocking and refused by its type. A record that is a
+    symbolic link (`handoff.md -> ~/.aws/credentials`, shipped in a repository, since git
+    keeps links) was read through, and the file it named went into the certificate's
+    judgments and to the refuter's model: a link is refused, naming the file it points
+    to, which the person can name instead if it is the record they mean. (A linked folder
+    on the way is followed: `examples -> ../repo/examples` is how people lay out work.)
+    `follow_links`: for a file only hashed or checked (a certificate, `[handoff] file`),
+    whose bytes go nowhere, a link is followed; its type is still checked."""
+    absolute = Path(os.path.abspath(path))
+    real = Path(os.path.realpath(path))
+    if absolute.is_symlink() and not follow_links:
+        raise InputError(
+            where,
+            "E303",
+            f"{what} is a symbolic link to {real}: certify-side reads never follow a link; "
+            "name the file itself if it is the record you mean",
+        )
+    try:
+        # O_NOFOLLOW: a link put in its place after the check above is refused too.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as err:
+        raise InputError(where, "E500", f"cannot read {what}: {err.strerror or err}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise InputError(where, "E500", f"{what} is a directory, not a record")
+        raise InputError(
+            where, "E500", f"{what} is not a regular file (a pipe, a device or a socket)"
+        )
+    with os.fdopen(fd, "rb") as file:
+        try:
+            return read_capped(file, where, what)
+        except OSError as err:
+            raise InputError(where, "E500", f"cannot read {what}: {err.strerror or err}") from None
 
 
 def read_git(given: str, base: Path) -> Target:

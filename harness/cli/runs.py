@@ -342,10 +342,10 @@ def page_of(ref: str, store_path: Path) -> tuple[str, str]:
 
     given = Path(ref)
     if given.suffix == ".json" or given.is_file():
-        cert = read_certificate(given)
+        cert, text = read_certificate(given)
         return (
             f"certificate-{cert.target_identity.removeprefix('sha256:')[:12]}",
-            render_certificate(cert),
+            render_certificate(cert, unsealed=seal_of(cert, text)),
         )
     with open_store(store_path) as store:
         try:
@@ -358,7 +358,19 @@ def page_of(ref: str, store_path: Path) -> tuple[str, str]:
     return summary.run_id, render_run(summary, events, problems)
 
 
-def read_certificate(path: Path) -> Certificate:
+def seal_of(cert: Certificate, text: str) -> str | None:
+    """Why the certificate is not authentic here (its seal, `harness.certify.seal`), or
+    None. Viewing refuses nothing, but a forged "certified" must not look like a pass."""
+    from harness.certify.seal import seal_problem
+    from harness.record.keys import RecordKeyError
+
+    try:
+        return seal_problem(json.loads(text), cert)
+    except RecordKeyError as err:
+        return f"the certificate cannot be authenticated: {err}"
+
+
+def read_certificate(path: Path) -> tuple[Certificate, str]:
     from pydantic import ValidationError
 
     from harness.certify.certificate import Certificate
@@ -369,7 +381,7 @@ def read_certificate(path: Path) -> Certificate:
     except InputError as err:
         raise BadInput.of(err) from None
     try:
-        return Certificate.model_validate_json(text)
+        return Certificate.model_validate_json(text), text
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top)"

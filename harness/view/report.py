@@ -288,16 +288,26 @@ def _certification(events: Sequence[Event]) -> str:
     )
 
 
-def render_certificate(cert: Certificate) -> str:
-    """The HTML page of one certificate (`ilh certify --json`, or the file it wrote)."""
+def render_certificate(cert: Certificate, unsealed: str | None = None) -> str:
+    """The HTML page of one certificate (`ilh certify --json`, or the file it wrote).
+    `unsealed`: why its seal does not verify here; such a page says so first, and never
+    shows "certified" as a pass (anyone can type `"certified": true`)."""
     data = cert.model_dump(mode="json")
     title = f"certificate · {cert.target.locator}"
+    if unsealed is not None:
+        data["certified"] = False
+        data["reason"] = f"NOT AUTHENTIC: {unsealed}" + (
+            f" (as written, it says: {cert.reason})" if cert.reason else ""
+        )
+        status = "NOT AUTHENTIC (its seal does not verify here)"
+    else:
+        status = "certified" if cert.certified else "not certified"
     return "".join(
         [
             f"<!doctype html><html lang=en><head><meta charset=utf-8>{_CSP}",
             f"<title>ilh {_text(title)}</title><style>{_STYLE}</style></head><body>",
             f"<header><h1>certificate · <code>{_text(cert.target.locator)}</code></h1>",
-            f'<div id="ended-by">{"certified" if cert.certified else "not certified"}</div>',
+            f'<div id="ended-by">{_text(status)}</div>',
             f"<div>issued {_text(cert.issued_at)} · run {_text(cert.run_id or '—')}</div>",
             "</header><main>",
             f'<section id="certification"><h2>Certification</h2>{_certificate_body(data)}'
