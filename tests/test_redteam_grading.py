@@ -40,18 +40,33 @@ class AddTest(unittest.TestCase):
 CASES = "[[1, 2, 3], [2, 2, 4], [10, -3, 7]]\n"
 
 
-def write_task(folder: Path, files: dict[str, str], criterion: str, turns: list[Any]) -> Path:
+def write_task(
+    folder: Path,
+    files: dict[str, str],
+    criterion: str,
+    turns: list[Any],
+    *,
+    checks: dict[str, str] | None = None,
+    objective: str = "Implement add(a, b) in calc.py.",
+    check: str = "every test passes",
+) -> Path:
     """A task whose workspace template holds `files`, graded by one criterion (its
-    check line given whole), with `turns` as the scripted agent."""
+    check line given whole), with `turns` as the scripted agent; with `checks`, the
+    task's hidden checks folder holds them."""
     for rel, text in files.items():
         (folder / "workspace" / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / "workspace" / rel).write_text(text, encoding="utf-8")
+    (folder / "workspace").mkdir(exist_ok=True)
+    for rel, text in (checks or {}).items():
+        (folder / "checks" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "checks" / rel).write_text(text, encoding="utf-8")
+    hidden = 'checks = "checks"\n' if checks is not None else ""
     (folder / "task.toml").write_text(
-        '[task]\nid = "calc"\nobjective = "Implement add(a, b) in calc.py."\n'
+        f'[task]\nid = "calc"\nobjective = "{objective}"\n'
         'accept = "every test passes"\nworkspace = "workspace"\n'
         '[budget.rounds]\nlimit = 6\n[budget.time]\nlimit = "120s"\n'
-        "[rubric]\nthreshold = 1.0\n[[rubric.criteria]]\n"
-        f'id = "tests"\nweight = 1.0\ncheck = "every test passes"\n{criterion}\n'
+        f"[rubric]\nthreshold = 1.0\n{hidden}[[rubric.criteria]]\n"
+        f'id = "tests"\nweight = 1.0\ncheck = "{check}"\n{criterion}\n'
         '[agent]\nmodel = "scripted:agent.jsonl"\n',
         encoding="utf-8",
     )

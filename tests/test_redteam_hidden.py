@@ -5,13 +5,12 @@ verified `complete` before its fix; the honest controls stay so where they can."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_redteam_grading import claim, never_complete, run, writes
+from tests.test_redteam_grading import claim, never_complete, run, write_task, writes
 
 STUB = "def add(a, b):\n    raise NotImplementedError\n"
 HONEST = (
@@ -54,22 +53,15 @@ CHECK_SCRIPT = "from calc import add\nassert add(2, 3) == 5 and add(-1, 1) == 0\
 
 
 def hidden_task(folder: Path, checks: dict[str, str], criterion: str, turns: list[Any]) -> Path:
-    (folder / "workspace").mkdir()
-    (folder / "workspace" / "calc.py").write_text(STUB, encoding="utf-8")
-    (folder / "checks").mkdir()
-    for rel, text in checks.items():
-        (folder / "checks" / rel).write_text(text, encoding="utf-8")
-    (folder / "task.toml").write_text(
-        '[task]\nid = "calc"\nobjective = "Implement add(a, b) in calc.py, and its CLI."\n'
-        'accept = "every test passes"\nworkspace = "workspace"\n'
-        '[budget.rounds]\nlimit = 6\n[budget.time]\nlimit = "120s"\n'
-        '[rubric]\nthreshold = 1.0\nchecks = "checks"\n[[rubric.criteria]]\n'
-        f'id = "hidden"\nweight = 1.0\ncheck = "add and its CLI work"\n{criterion}\n'
-        '[agent]\nmodel = "scripted:agent.jsonl"\n',
-        encoding="utf-8",
+    return write_task(
+        folder,
+        {"calc.py": STUB},
+        criterion,
+        turns,
+        checks=checks,
+        objective="Implement add(a, b) in calc.py, and its CLI.",
+        check="add and its CLI work",
     )
-    (folder / "agent.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
-    return folder / "task.toml"
 
 
 @pytest.mark.parametrize("criterion", ['unittest = "$ILH_CHECKS"', 'pytest = "$ILH_CHECKS"'])
