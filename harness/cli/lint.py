@@ -18,6 +18,8 @@ from harness.secrets.terminal import shown
 
 def read_input(name: str) -> str:
     """The text of a file, or of stdin for `-`; unreadable input is bad input (2)."""
+    if not name:  # `Path("")` is the current folder: "cannot read .: Is a directory"
+        raise BadInput("FILE", "E303", "an empty path names no file")
     try:
         if name == "-":
             data = read_capped(sys.stdin.buffer, name, "stdin")

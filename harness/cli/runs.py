@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from harness.cli.errors import BadInput, reader_may_leave, refuse_overwriting
+from harness.cli.errors import BadInput, UserPath, reader_may_leave, refuse_overwriting
 from harness.record.events import EventKind, RunSummary
 from harness.record.store import RunStore, StoreError, UnknownRun
 from harness.secrets import harness_secrets
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 STORE_OPTION = click.option(
     "--store",
     "store_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     default=Path(".ilh") / "runs.db",
     show_default=True,
     help="Run store.",
@@ -308,7 +308,7 @@ def verify_run(run_ref: str, store_path: Path) -> None:
 @click.option(
     "--out",
     "out_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="With --html: write the page here instead of stdout.",
 )
 def export_run(run_ref: str, store_path: Path, as_html: bool, out_path: Path | None) -> None:
