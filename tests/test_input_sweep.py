@@ -4,6 +4,8 @@ recorded for a task that was refused."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -105,3 +107,43 @@ def test_an_empty_workspace_is_not_the_current_folder(honest: Path) -> None:
     # `--workspace "$WS"` with WS unset graded whatever folder the command ran in.
     result = ilh_process(honest, "grade", "task.toml", "--workspace", "")
     assert "empty path" in one_error(result, "--workspace", "E303")
+
+
+def test_a_lone_surrogate_in_an_agent_script_is_bad_input(honest: Path, tmp_path: Path) -> None:
+    # `"\ud800"` is valid JSON but no UTF-8 text: hashing the script for the run record
+    # raised UnicodeEncodeError (a traceback, exit 1).
+    script = honest / "agent.jsonl"
+    script.write_text('{"text": "a\\ud800b"}\n')
+    result = invoke("run", str(honest / "task.toml"), "--store", str(tmp_path / "r.db"))
+    assert "surrogate" in one_error(result, f"{script}:1", "E300")
+
+
+def test_a_surrogate_pair_escape_is_still_text(honest: Path, tmp_path: Path) -> None:
+    # The check refuses half a pair only: an escaped emoji is a character like any other.
+    script = honest / "agent.jsonl"
+    lines = script.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["text"] = "\U0001f642 " + first["text"]
+    lines[0] = json.dumps(first)  # ensure_ascii: written as `\ud83d\ude42`
+    assert "\\ud83d" in lines[0]
+    script.write_text("\n".join(lines) + "\n")
+    result = invoke("run", str(honest / "task.toml"), "--store", str(tmp_path / "r.db"))
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("json_out", [False, True])
+def test_an_ascii_only_output_is_not_a_traceback(tmp_path: Path, json_out: bool) -> None:
+    # `PYTHONIOENCODING=ascii` (or an old locale): the first `·` of a summary raised
+    # UnicodeEncodeError after the work was done.
+    source = tmp_path / "a.ilang"
+    source.write_text("：：ＳＴＡＴＵＳ{@TASK|state:complete}\n")
+    args = [sys.executable, "-m", "harness", "lint", str(source), *(["--json"] if json_out else [])]
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run(args, capture_output=True, env=env, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert b"Traceback" not in done.stderr
+    if json_out:
+        rows = json.loads(done.stdout)  # still one valid JSON document
+        assert [row["code"] for row in rows] == ["E300"]
+    else:
+        assert b"E300" in done.stdout

@@ -4,6 +4,7 @@ its location and a code, reported with exit status 2 and never a traceback."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -90,15 +91,34 @@ BOM = "\ufeff"
 BOM_MESSAGE = "the file starts with a byte order mark (U+FEFF): save it as UTF-8 without BOM"
 
 
+#: A `\\uD800`-`\\uDFFF` escape: half of a surrogate pair, maybe alone.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json(text: str, path: Path | str, line: int = 0) -> Any:
     """`text` as JSON; `InputError` (E300) with its place when it is not JSON."""
     if text.startswith(BOM) and line <= 1:
         raise InputError(path, "E300", BOM_MESSAGE, 1, 1)
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(
             path, "E300", f"not JSON: {err.msg}", line or err.lineno, err.colno
         ) from None
     except RecursionError:
         raise InputError(path, "E300", f"not JSON: {TOO_DEEP}", line) from None
+    # JSON may escape half of a surrogate pair (`"\\ud800"`); Python keeps it as a lone
+    # surrogate, which no UTF-8 text can hold: the first digest or write of it (the run
+    # record) raised UnicodeEncodeError, a traceback. Only text with such an escape is
+    # checked, so a plain file pays nothing.
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except RecursionError:  # as deep as `loads` allowed: no surrogate check, no harm
+            pass
+        except UnicodeEncodeError:
+            raise InputError(
+                path, "E300", "not JSON text: a lone surrogate escape (\\ud800-\\udfff) "
+                "is no character", line,
+            ) from None  # fmt: skip
+    return value
