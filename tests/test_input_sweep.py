@@ -147,3 +147,52 @@ def test_an_ascii_only_output_is_not_a_traceback(tmp_path: Path, json_out: bool)
         assert [row["code"] for row in rows] == ["E300"]
     else:
         assert b"E300" in done.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize(
+    ("command", "what"),
+    [
+        (("run", "{fifo}", "--store", "{store}"), "the task file"),
+        (("grade", "{fifo}", "--workspace", "{ws}"), "the task file"),
+        (("lint", "{fifo}"), "it"),
+        (("certify", "--check", "{fifo}"), "the certificate"),
+    ],
+)
+def test_a_named_pipe_as_an_input_file_is_refused_not_waited_on(
+    honest: Path, tmp_path: Path, command: tuple[str, ...], what: str
+) -> None:
+    # A FIFO nobody writes to blocked the command in `open` forever, silently.
+    fifo = tmp_path / "task.toml"
+    os.mkfifo(fifo)
+    values = {"fifo": str(fifo), "store": str(tmp_path / "r.db"), "ws": str(honest / "workspace")}
+    args = [part.format(**values) for part in command]
+    line = one_error(ilh_process(tmp_path, *args), str(fifo), "E500")
+    assert f"cannot read {what}: it is a named pipe" in line
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc here")
+def test_an_anonymous_pipe_is_still_read(tmp_path: Path) -> None:
+    # `ilh lint <(cmd)` names /dev/fd/N, an anonymous pipe with its writer: read it.
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"[READ: x]\n")
+    os.close(write_end)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "lint", f"/dev/fd/{read_end}"],
+        capture_output=True, text=True, pass_fds=(read_end,), timeout=120, check=False,
+    )  # fmt: skip
+    os.close(read_end)
+    assert done.returncode == 1, done.stderr  # linted: `[READ: x]` is an E300
+    assert f"/dev/fd/{read_end}:1:7: E300" in done.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("command", [("runs", "list"), ("runs", "show", "x")])
+def test_a_store_that_is_a_pipe_or_a_device_is_refused(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    fifo = tmp_path / "runs.db"
+    os.mkfifo(fifo)
+    for store in (str(fifo), os.devnull):
+        line = one_error(ilh_process(tmp_path, *command, "--store", store), store, "E500")
+        assert "is not a file" in line
