@@ -196,3 +196,31 @@ def test_a_store_that_is_a_pipe_or_a_device_is_refused(
     for store in (str(fifo), os.devnull):
         line = one_error(ilh_process(tmp_path, *command, "--store", store), store, "E500")
         assert "is not a file" in line
+
+
+def test_a_closed_stdin_is_empty_not_a_traceback(tmp_path: Path) -> None:
+    # `ilh … <&-`: Python sets sys.stdin to None; `lint -` and every isatty() raised.
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "lint", "-"],
+        capture_output=True, text=True, stdin=None, timeout=120, check=False,
+        preexec_fn=lambda: os.close(0),
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "1 file(s): 0 error(s)" in done.stdout
+
+
+def test_a_reader_that_leaves_early_does_not_change_the_runs_exit_status(
+    honest: Path, tmp_path: Path
+) -> None:
+    # `ilh run task.toml | head -c1`: rich's broken-pipe handler exited 1 for a run whose
+    # documented status is 0 (complete).
+    with subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "task.toml", "--store", str(tmp_path / "r.db")],
+        cwd=honest, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    ) as proc:  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before the summary is printed
+        stderr = proc.stderr.read()
+        assert proc.wait(timeout=120) == 0, stderr
+    assert b"Traceback" not in stderr

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from envelopes.errors import ERROR_CODES, Finding, explain
 from envelopes.lint import lint_text
-from harness.cli.errors import BadInput
+from harness.cli.errors import BadInput, ReportConsole
 from harness.inputs.errors import InputError, read_bytes, read_capped
 from harness.secrets.terminal import shown
 
@@ -90,7 +90,7 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
         raise unreadable[-1]
     rows: list[dict[str, object]] = []
     errors = 0
-    console = Console(highlight=False, soft_wrap=True)
+    console = ReportConsole(highlight=False, soft_wrap=True)
     for name, text in texts.items():
         findings = lint_text(text, name)
         errors += sum(f.severity == "error" for f in findings)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import os
 import signal
 import sys
 
@@ -105,6 +106,10 @@ def main() -> None:
     # silently with 143 (the record survives either way; the message does not).
     # A second signal while the first is handled is `harness.workspace.interrupts`'s.
     signal.signal(signal.SIGTERM, terminate_as_interrupt)
+    if sys.stdin is None:
+        # Started with stdin closed (`ilh … <&-`, some service managers): every
+        # `sys.stdin.isatty()` and `lint -` raised AttributeError. Closed reads as empty.
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (lives as long as we do)
     # A terminal or pipe that takes only ASCII (`PYTHONIOENCODING=ascii`, an old locale)
     # made the first `·` or `→` of a summary a UnicodeEncodeError traceback, after the
     # run was done. What it cannot show is replaced: `?` on stdout (a `--json` document

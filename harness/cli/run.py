@@ -11,7 +11,13 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from harness.cli.errors import EXIT_BAD_INPUT, BadInput, UserPath, refuse_recording_over
+from harness.cli.errors import (
+    EXIT_BAD_INPUT,
+    BadInput,
+    ReportConsole,
+    UserPath,
+    refuse_recording_over,
+)
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
@@ -299,5 +305,5 @@ def run(
         click.echo(redact(results[0].model_dump_json()))
     else:
         for result in results:
-            summary(Console(highlight=False, soft_wrap=True), result)
+            summary(ReportConsole(highlight=False, soft_wrap=True), result)
     sys.exit(max(r.exit_code for r in results))
