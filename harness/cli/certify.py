@@ -29,6 +29,7 @@ from harness.certify.render import render_markdown
 from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
+    UserPath,
     refuse_overwriting,
     refuse_recording_over,
 )
@@ -88,7 +89,7 @@ def refuter_seconds(value: str) -> float:
 @click.option(
     "--contract",
     "contract_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="A contract file (TOML) with the same fields; its fields are AI-authored "
     "unless traceable to --utterance.",
 )
@@ -101,7 +102,7 @@ def refuter_seconds(value: str) -> float:
 @click.option(
     "--markdown",
     "markdown_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="Also write the readable Markdown rendering here.",
 )
 @click.option(
@@ -112,7 +113,7 @@ def refuter_seconds(value: str) -> float:
 @click.option(
     "--answers",
     "answers_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="Gate answers and contract confirmations (JSON), for scripts.",
 )
 @click.option(
@@ -126,20 +127,20 @@ def refuter_seconds(value: str) -> float:
 @click.option(
     "--check",
     "check_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     metavar="CERT",
     help="The receiver's side: re-check CERT against TARGET.",
 )
 @click.option(
     "--store",
     "store_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="Run store (default .ilh/runs.db); a certification is a run.",
 )
 @click.option(
     "--record",
     "record_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="Record every refuter call; replay:PATH serves them back offline.",
 )
 @base_url_option("Server for openai:/anthropic: models.")
@@ -147,7 +148,7 @@ def refuter_seconds(value: str) -> float:
     "--lexicon",
     "lexicons",
     multiple=True,
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="An extra word-list file (TOML, like harness/certify/lexicon/en.toml).",
 )
 @click.option(

@@ -47,6 +47,17 @@ class BadInput(click.ClickException):
         click.echo(f"error {self.format_message()}", err=True, file=file)
 
 
+class UserPath(click.Path):
+    """A path typed on the command line. An empty one (`--store ""`, an unset variable
+    in `--store "$STORE"`) is refused: click takes it as the current folder, which then
+    reached the store's code as `.` and ended in a traceback."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, bytes)) and not value:
+            self.fail("an empty path names no file or folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 @contextmanager
 def reader_may_leave() -> Iterator[None]:
     """Output to a pipe whose reader stopped early (`ilh grade --json | head -c 1`): the

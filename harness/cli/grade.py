@@ -25,7 +25,7 @@ from rich.text import Text
 
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
-from harness.cli.errors import EXIT_BAD_INPUT, BadInput, ReportConsole, reader_may_leave
+from harness.cli.errors import EXIT_BAD_INPUT, BadInput, ReportConsole, UserPath, reader_may_leave
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
@@ -119,25 +119,25 @@ def show(
 
 
 @click.command()
-@click.argument("task_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("task_file", type=UserPath(path_type=Path, dir_okay=False))
 @click.option(
     "--workspace",
     "workspace_dir",
     required=True,
-    type=click.Path(path_type=Path),
+    type=UserPath(path_type=Path),
     help="The workspace to grade (never changed: each check runs over its own copy; the "
     "grader model reads it).",
 )
 @click.option(
     "--claim",
     "claim_file",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="The agent's claim (its ::STATUS/::EVIDENCE lines): context, never evidence.",
 )
 @GRADER_MODEL_OPTION
 @click.option(
     "--baseline",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=UserPath(path_type=Path, file_okay=False),
     help="The workspace as it was before the agent worked (say, the base branch's "
     "checkout): its tests and test-runner configuration are what the checks run.",
 )

@@ -11,13 +11,15 @@ from rich.console import Console
 
 from envelopes.errors import ERROR_CODES, Finding, explain
 from envelopes.lint import lint_text
-from harness.cli.errors import BadInput
+from harness.cli.errors import BadInput, ReportConsole
 from harness.inputs.errors import InputError, read_bytes, read_capped
 from harness.secrets.terminal import shown
 
 
 def read_input(name: str) -> str:
     """The text of a file, or of stdin for `-`; unreadable input is bad input (2)."""
+    if not name:  # `Path("")` is the current folder: "cannot read .: Is a directory"
+        raise BadInput("FILE", "E303", "an empty path names no file")
     try:
         if name == "-":
             data = read_capped(sys.stdin.buffer, name, "stdin")
@@ -88,7 +90,7 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
         raise unreadable[-1]
     rows: list[dict[str, object]] = []
     errors = 0
-    console = Console(highlight=False, soft_wrap=True)
+    console = ReportConsole(highlight=False, soft_wrap=True)
     for name, text in texts.items():
         findings = lint_text(text, name)
         errors += sum(f.severity == "error" for f in findings)

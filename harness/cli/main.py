@@ -5,6 +5,8 @@ the grader and the run loop that `ilh run` needs (start-up is most of a short co
 from __future__ import annotations
 
 import importlib
+import io
+import os
 import signal
 import sys
 
@@ -93,6 +95,9 @@ def usage_location(err: click.UsageError) -> str:
     return err.ctx.command_path if err.ctx is not None else "ilh"
 
 
+_UTF8 = {"utf-8", "utf8"}
+
+
 def main() -> None:
     """Bad usage is exit 2 with no traceback (DESIGN §7), in the one format every command
     uses for bad input (`harness.cli.errors`): `error WHERE: E303 message`."""
@@ -101,6 +106,17 @@ def main() -> None:
     # silently with 143 (the record survives either way; the message does not).
     # A second signal while the first is handled is `harness.workspace.interrupts`'s.
     signal.signal(signal.SIGTERM, terminate_as_interrupt)
+    if sys.stdin is None:
+        # Started with stdin closed (`ilh … <&-`, some service managers): every
+        # `sys.stdin.isatty()` and `lint -` raised AttributeError. Closed reads as empty.
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (lives as long as we do)
+    # A terminal or pipe that takes only ASCII (`PYTHONIOENCODING=ascii`, an old locale)
+    # made the first `·` or `→` of a summary a UnicodeEncodeError traceback, after the
+    # run was done. What it cannot show is replaced: `?` on stdout (a `--json` document
+    # stays valid JSON), a `\\u` escape on stderr (messages keep what they name).
+    for stream, errors in ((sys.stdout, "replace"), (sys.stderr, "backslashreplace")):
+        if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower() not in _UTF8:
+            stream.reconfigure(errors=errors)
     try:
         _main()
         if stopping():  # an interruption a command swallowed still ends it as one

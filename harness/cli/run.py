@@ -11,7 +11,13 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from harness.cli.errors import EXIT_BAD_INPUT, BadInput, refuse_recording_over
+from harness.cli.errors import (
+    EXIT_BAD_INPUT,
+    BadInput,
+    ReportConsole,
+    UserPath,
+    refuse_recording_over,
+)
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
@@ -159,7 +165,7 @@ def execute_many(
 
 
 @click.command()
-@click.argument("task_files", nargs=-1, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("task_files", nargs=-1, type=UserPath(path_type=Path, dir_okay=False))
 @click.option(
     "--resume",
     is_flag=False,
@@ -174,7 +180,7 @@ def execute_many(
 @click.option(
     "--store",
     "store_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="Run store (default .ilh/runs.db).",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (DESIGN §6) on stdout.")
@@ -186,7 +192,7 @@ def execute_many(
 @click.option(
     "--record",
     "record_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="Append every model call (request digest and response) to this file; replay:PATH "
     "serves it back offline.",
 )
@@ -299,5 +305,5 @@ def run(
         click.echo(redact(results[0].model_dump_json()))
     else:
         for result in results:
-            summary(Console(highlight=False, soft_wrap=True), result)
+            summary(ReportConsole(highlight=False, soft_wrap=True), result)
     sys.exit(max(r.exit_code for r in results))

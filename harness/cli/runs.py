@@ -19,7 +19,13 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
-from harness.cli.errors import BadInput, reader_may_leave, refuse_overwriting
+from harness.cli.errors import (
+    BadInput,
+    ReportConsole,
+    UserPath,
+    reader_may_leave,
+    refuse_overwriting,
+)
 from harness.record.events import EventKind, RunSummary
 from harness.record.store import RunStore, StoreError, UnknownRun
 from harness.secrets import harness_secrets
@@ -31,7 +37,7 @@ if TYPE_CHECKING:
 STORE_OPTION = click.option(
     "--store",
     "store_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     default=Path(".ilh") / "runs.db",
     show_default=True,
     help="Run store.",
@@ -85,7 +91,7 @@ def list_runs(store_path: Path, as_json: bool, full: bool) -> None:
     if as_json:
         click.echo(json.dumps([s.model_dump(mode="json") for s in summaries], ensure_ascii=False))
         return
-    runs_table(Console(highlight=False), summaries)
+    runs_table(ReportConsole(highlight=False), summaries)
 
 
 #: The columns after the run id.
@@ -184,7 +190,7 @@ def show_run(run_ref: str, store_path: Path, as_json: bool) -> None:
         result = json.dumps(ended.payload["result"] if ended else None, ensure_ascii=False)
         click.echo(harness_secrets().redact(result))
         return
-    console = Console(highlight=False, soft_wrap=True)
+    console = ReportConsole(highlight=False, soft_wrap=True)
     console.print(
         f"[bold]run[/] {summary.run_id} · task {escape(summary.task_id)} · {summary.events} events"
     )
@@ -308,7 +314,7 @@ def verify_run(run_ref: str, store_path: Path) -> None:
 @click.option(
     "--out",
     "out_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="With --html: write the page here instead of stdout.",
 )
 def export_run(run_ref: str, store_path: Path, as_html: bool, out_path: Path | None) -> None:

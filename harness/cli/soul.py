@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from envelopes.soul import Soul
-from harness.cli.errors import BadInput
+from harness.cli.errors import BadInput, UserPath
 from harness.cli.runs import STORE_OPTION, open_store
 from harness.inputs.errors import InputError
 from harness.soul.correct import error_counts
@@ -20,7 +20,7 @@ from harness.soul.file import load_soul, read_pending, review
 from harness.soul.sync import sync_run
 
 SOUL_ARGUMENT = click.argument(
-    "soul_path", metavar="SOUL", type=click.Path(path_type=Path, dir_okay=False)
+    "soul_path", metavar="SOUL", type=UserPath(path_type=Path, dir_okay=False)
 )
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.errors import BadInput
+from harness.cli.errors import BadInput, UserPath
 from harness.cli.runs import STORE_OPTION, page_of, write_page
 
 
@@ -18,7 +18,7 @@ from harness.cli.runs import STORE_OPTION, page_of, write_page
 @click.option(
     "--out",
     "out_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     help="Write the page here (default ilh-RUN.html in the current folder).",
 )
 @click.option("--port", type=click.IntRange(1, 65535), help="Serve it on 127.0.0.1:PORT.")

@@ -4,6 +4,9 @@ its location and a code, reported with exit status 2 and never a traceback."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -47,11 +50,35 @@ def read_capped(file: BinaryIO, where: Path | str, what: str) -> bytes:
     return data
 
 
+def _named(fd: int) -> bool:
+    """Is the pipe open on `fd` a named one (a FIFO in a folder), not an anonymous pipe?"""
+    try:
+        return not os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:[")
+    except OSError:  # no /proc: assume named, the case that would hang
+        return True
+
+
 def read_bytes(path: Path, what: str) -> bytes:
     """The bytes of a user's file, at most `MAX_INPUT_BYTES`; `InputError` (E500) for one
     that cannot be read or is larger."""
     try:
-        with path.open("rb") as file:
+        # Opened without blocking: a named pipe (FIFO) with no writer blocked the command
+        # forever in `open`, before a word was said. A pipe `<(cmd)` hands over (an
+        # anonymous pipe, its writer already there) is still read, blocking.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode) and _named(fd):
+                raise InputError(
+                    path,
+                    "E500",
+                    f"cannot read {what}: it is a named pipe (FIFO), not a file; save the "
+                    "text to a file",
+                )
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        with os.fdopen(fd, "rb") as file:
             return read_capped(file, path, what)
     except OSError as err:
         raise InputError(path, "E500", f"cannot read {what}: {err.strerror or err}") from None
@@ -90,15 +117,34 @@ BOM = "\ufeff"
 BOM_MESSAGE = "the file starts with a byte order mark (U+FEFF): save it as UTF-8 without BOM"
 
 
+#: A `\\uD800`-`\\uDFFF` escape: half of a surrogate pair, maybe alone.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json(text: str, path: Path | str, line: int = 0) -> Any:
     """`text` as JSON; `InputError` (E300) with its place when it is not JSON."""
     if text.startswith(BOM) and line <= 1:
         raise InputError(path, "E300", BOM_MESSAGE, 1, 1)
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(
             path, "E300", f"not JSON: {err.msg}", line or err.lineno, err.colno
         ) from None
     except RecursionError:
         raise InputError(path, "E300", f"not JSON: {TOO_DEEP}", line) from None
+    # JSON may escape half of a surrogate pair (`"\\ud800"`); Python keeps it as a lone
+    # surrogate, which no UTF-8 text can hold: the first digest or write of it (the run
+    # record) raised UnicodeEncodeError, a traceback. Only text with such an escape is
+    # checked, so a plain file pays nothing.
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except RecursionError:  # as deep as `loads` allowed: no surrogate check, no harm
+            pass
+        except UnicodeEncodeError:
+            raise InputError(
+                path, "E300", "not JSON text: a lone surrogate escape (\\ud800-\\udfff) "
+                "is no character", line,
+            ) from None  # fmt: skip
+    return value

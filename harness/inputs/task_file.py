@@ -405,8 +405,34 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
         raise InputError(path, "E300", f"TOML syntax: {TOO_DEEP}") from None
 
 
+def _nul_key(value: object, loc: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """The key path of the first string (or key) in `value` holding a NUL character."""
+    if isinstance(value, str):
+        return loc if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _nul_key(key, (*loc, key)) or _nul_key(item, (*loc, key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nul_key(item, (*loc, index))
+            if found is not None:
+                return found
+    return None
+
+
 def parse_task(text: str, path: Path) -> Task:
     raw = parse_toml(text, path)
+    # TOML lets `"\u0000"` be written; no task value means one, and as a path (workspace,
+    # soul, a scripted agent) the operating system refuses it deep inside the run setup
+    # with a ValueError, which was a traceback and exit 1.
+    nul = _nul_key(raw)
+    if nul is not None:
+        dotted = ".".join(str(part) for part in nul)
+        raise InputError(
+            path, "E303", f"{dotted}: holds a NUL character (\\u0000)", locate(text, nul)
+        )
     try:
         spec = TaskFile.model_validate(raw)
     except ValidationError as err:

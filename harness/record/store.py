@@ -166,6 +166,12 @@ class RunStore:
                     f"cannot create the run store's folder {self._path.parent}: "
                     f"{err.strerror or err}"
                 ) from None
+        elif not self._path.is_file():
+            # SQLite opening a named pipe waits for a writer forever; a folder or device
+            # fails later with a vaguer message.
+            raise StoreError(
+                f"{self._path} is not a file (a folder, pipe or device): name a run store file"
+            )
         self.read_only = False
         try:
             self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
