@@ -109,6 +109,24 @@ def test_an_empty_workspace_is_not_the_current_folder(honest: Path) -> None:
     assert "empty path" in one_error(result, "--workspace", "E303")
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", "task.toml", "--model", ""),
+        ("run", "task.toml", "--grader-model", " "),
+        ("grade", "task.toml", "--workspace", "workspace", "--grader-model", ""),
+        ("certify", "README.md", "--role", "r", "--model", ""),
+    ],
+)
+def test_an_empty_model_uri_is_bad_input(honest: Path, args: tuple[str, ...]) -> None:
+    # `--model "$MODEL"` with MODEL unset ran the task's own model, silently.
+    (honest / "README.md").write_text("Fix add() in calc.py; run the tests.\n", encoding="utf-8")
+    flag = args[args.index("") - 1] if "" in args else "--grader-model"
+    line = one_error(ilh_process(honest, *args), flag, "E303")
+    assert "empty model URI" in line
+    assert not (honest / ".ilh").exists()
+
+
 def test_a_lone_surrogate_in_an_agent_script_is_bad_input(honest: Path, tmp_path: Path) -> None:
     # `"\ud800"` is valid JSON but no UTF-8 text: hashing the script for the run record
     # raised UnicodeEncodeError (a traceback, exit 1).

@@ -269,3 +269,15 @@ def test_a_pipe_named_as_the_record_does_not_hang(
     (folder / "linked.json").symlink_to(folder / "h.cert.json")
     record = (folder / "handoff.md").read_text()
     bind_handoff(folder / "linked.json", objective=record, file=folder / "linked.md", where="t")
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", " \t\n\u3000\n"])
+def test_an_empty_target_is_not_certified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str
+) -> None:
+    """An empty record passed every leg vacuously and was CERTIFIED (exit 0)."""
+    folder, _ = certified_clean(tmp_path, monkeypatch)
+    (folder / "empty.md").write_text(content, encoding="utf-8")
+    code, _, result = certify(folder, monkeypatch, "empty.md", "--role", "r")
+    assert code == 2, result.output
+    assert "E303" in result.stderr and "empty" in result.stderr

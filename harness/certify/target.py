@@ -48,11 +48,16 @@ class Target:
 
 def decode(data: bytes, where: str) -> str:
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise InputError(
             where, "E300", f"the target is not UTF-8 text (byte {err.start})"
         ) from None
+    # An empty record passes every leg vacuously: a certificate for it would vouch for a
+    # handoff that hands nothing over (a truncated file, a wrong path to an empty one).
+    if not text.strip():
+        raise InputError(where, "E303", "the target is empty: there is nothing to hand off")
+    return text
 
 
 def read_target(given: str, base: Path) -> Target:

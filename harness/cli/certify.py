@@ -33,7 +33,7 @@ from harness.cli.errors import (
     refuse_overwriting,
     refuse_recording_over,
 )
-from harness.cli.options import base_url_option
+from harness.cli.options import base_url_option, checked_model_uri
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import InputError
 from harness.models.clients.options import ClientOptions
@@ -107,6 +107,7 @@ def refuter_seconds(value: str) -> float:
 )
 @click.option(
     "--model",
+    callback=checked_model_uri,
     help="The refuter's model URI; without one, the realization is "
     "lint-fallback and the certificate says so.",
 )

@@ -13,10 +13,24 @@ from harness.workspace.sandbox import SandboxOverrides
 
 FC = TypeVar("FC", bound=Callable[..., object])
 
+
+def checked_model_uri(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A model URI given on the command line must say something: an empty one (an unset
+    variable in `--model "$MODEL"`) was taken as no option at all, and the task's own
+    model ran instead of the one the person meant."""
+    if value is None:
+        return None
+    if not value.strip():
+        where = param.opts[0] if param.opts else "--model"
+        raise BadInput(where, "E303", "an empty model URI: name a model, or leave the option out")
+    return value
+
+
 GRADER_MODEL_OPTION = click.option(
     "--grader-model",
     "grader_model",
     metavar="URI",
+    callback=checked_model_uri,
     help="Model URI of the grader for model-judged criteria (without one they stay unknown).",
 )
 

@@ -24,6 +24,7 @@ from harness.cli.options import (
     OTEL_OPTION,
     SANDBOX_OPTION,
     base_url_option,
+    checked_model_uri,
     sandbox_overrides,
 )
 from harness.inputs.errors import InputError, InputErrors
@@ -175,7 +176,9 @@ def execute_many(
     help="With TASK_FILE: run a task that starts stopped. With RUN: continue that recorded run.",
 )
 @click.option(
-    "--model", help="Model URI, overriding [agent].model (scripted:PATH, replay:PATH, …)."
+    "--model",
+    callback=checked_model_uri,
+    help="Model URI, overriding [agent].model (scripted:PATH, replay:PATH, …).",
 )
 @click.option(
     "--store",
