@@ -20,10 +20,11 @@ from harness.inputs.task_file import Task, load_task
 from harness.models.clients.convert import MAX_ARGUMENTS_DEPTH
 from harness.models.clients.local_client import parse_tool_calls
 from harness.models.clients.record import RecordingClient
-from harness.models.interface import ModelCallError, ModelReply
+from harness.models.interface import ModelCallError, ModelReply, Usage
 from harness.record.events import EventKind
 from harness.record.store import RunStore
 from harness.run.setup import run_task
+from harness.workspace.tools import ToolCall
 from tests.model_fakes import OPENAI, PROVIDERS, FakeTime, Provider, Script, request
 
 ids = [p.name for p in PROVIDERS]
@@ -309,6 +310,14 @@ def hostile_bodies(provider: Provider) -> dict[str, Any]:
         "absurd-usage": provider.reply("x", calls, input_tokens=10**30, output_tokens=1),
         "not-an-object": [1, 2, 3],
         "huge": provider.reply("y" * 20_000),
+        # Half a surrogate pair, as JSON may escape it: a str Python holds but UTF-8 cannot
+        # encode (hashing, the record, the recording and the envelope all encode).
+        "lone-surrogate-text": provider.reply("\ud800 half a pair", calls),
+        "lone-surrogate-arguments": set_arguments(
+            provider,
+            provider.reply(calls=calls),
+            '{"path": "\\udc00x"}' if provider is OPENAI else {"path": "\udc00x"},
+        ),
     }
 
 
@@ -353,3 +362,15 @@ def test_the_run_survives_every_hostile_reply_with_a_verifiable_record(
     if result.ended_by == "error":
         notes = [e.payload for e in events if e.kind is EventKind.NOTE]
         assert any(n.get("model_error", {}).get("kind") == "malformed" for n in notes)
+
+
+def test_half_a_surrogate_pair_in_a_reply_becomes_a_replacement_character() -> None:
+    usage = Usage(input_tokens=1, output_tokens=1)
+    call = ToolCall(name="read\ud800", arguments={"path": ["\udc00x", {"k\ud83d": 1}]}, id="c")
+    reply = ModelReply(text="a\ud800b", tool_calls=(call,), usage=usage)
+    assert reply.text == "a\ufffdb"
+    (whole,) = reply.tool_calls
+    assert whole.name == "read\ufffd"
+    assert whole.arguments == {"path": ["\ufffdx", {"k\ufffd": 1}]}
+    # A whole pair is one code point, not two halves: it is kept.
+    assert ModelReply(text="\U0001f600", usage=usage).text == "\U0001f600"
