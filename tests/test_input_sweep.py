@@ -242,3 +242,44 @@ def test_a_reader_that_leaves_early_does_not_change_the_runs_exit_status(
         stderr = proc.stderr.read()
         assert proc.wait(timeout=120) == 0, stderr
     assert b"Traceback" not in stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_shown_as_its_bytes_and_the_run_goes_on(
+    honest: Path,
+) -> None:
+    """os.listdir keeps a name's undecodable byte as half a surrogate pair; recording the
+    listing that held it raised UnicodeEncodeError and the run ended in a traceback."""
+    with open(os.path.join(os.fsencode(honest / "workspace"), b"bad\xffname.txt"), "wb") as f:
+        f.write(b"needle\n")
+    turns = [json.loads(line) for line in (honest / "agent.jsonl").read_text().splitlines()]
+    grep = {"name": "grep", "arguments": {"pattern": "needle"}}
+    turns.insert(1, {"text": "grep", "tool_calls": [grep], "usage": turns[0]["usage"]})
+    (honest / "agent.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "task.toml", "--json"],
+        cwd=honest, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    result = json.loads(done.stdout)
+    assert result["final"]["state"] == "complete"
+    exported = ilh_process(honest, "runs", "export", result["run_id"])
+    assert exported.exit_code == 0, exported.output
+    assert "bad\\\\xffname.txt" in exported.output  # the byte shown (a JSON-escaped backslash)
+    assert ilh_process(honest, "runs", "verify", result["run_id"]).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "whole"),
+    [
+        ("plain", "plain"),
+        ("a\udcffb", "a\\xffb"),  # surrogateescape's byte
+        ("a\ud800b", "a\ufffdb"),  # a JSON escape's half pair
+        ("\U0001f600", "\U0001f600"),  # a whole pair is one code point: kept
+    ],
+)
+def test_whole_text(text: str, whole: str) -> None:
+    from envelopes.encodable import whole_json_text, whole_text
+
+    assert whole_text(text) == whole
+    nested = json.dumps({"k": [text, {text: 1}]}, ensure_ascii=False)
+    assert json.loads(whole_json_text(nested)) == {"k": [whole, {whole: 1}]}

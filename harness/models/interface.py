@@ -8,12 +8,12 @@ reported it (or an estimate, flagged), the stop reason and the latency.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
 from typing import Literal, Protocol, TypeGuard, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from envelopes.encodable import whole_json_text, whole_text
 from harness.workspace.tools import ToolCall, ToolSpec
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -49,28 +49,19 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
 
-# Half a surrogate pair: JSON can escape one ("\ud800") and Python then holds it in a str,
-# but no UTF-8 can carry it, so hashing the reply, the run record, a recording and the next
-# envelope would each raise. A model's reply is hostile input: such a code point becomes
-# U+FFFD (what a decoder shows for a broken sequence) before anything reads the reply.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _whole(text: str) -> str:
-    return _LONE_SURROGATE.sub("\ufffd", text)
-
-
 def _whole_call(call: ToolCall) -> ToolCall:
+    """A tool call a model proposed, every string of it whole (`whole_text`)."""
     try:
         dumped = json.dumps(call.arguments, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):  # not from JSON: left to the tool to refuse
         return call
-    if not (_LONE_SURROGATE.search(dumped) or _LONE_SURROGATE.search(call.name + (call.id or ""))):
+    whole = whole_json_text(dumped)
+    if whole is dumped and whole_text(call.name + (call.id or "")) == call.name + (call.id or ""):
         return call
     return ToolCall(
-        name=_whole(call.name),
-        arguments=json.loads(_whole(dumped)),
-        id=None if call.id is None else _whole(call.id),
+        name=whole_text(call.name),
+        arguments=json.loads(whole),
+        id=None if call.id is None else whole_text(call.id),
     )
 
 
@@ -86,7 +77,9 @@ class ModelReply(BaseModel):
     @field_validator("text", "stop_reason")
     @classmethod
     def _whole_text(cls, value: str) -> str:
-        return _whole(value)
+        # A model's reply is hostile input: half a surrogate pair (a JSON "\ud800")
+        # would make hashing, recording and the next envelope raise.
+        return whole_text(value)
 
     @field_validator("tool_calls")
     @classmethod

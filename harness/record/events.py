@@ -36,6 +36,8 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
+from envelopes.encodable import whole_json_text
+
 GENESIS_HASH: Final = "0" * 64
 REDACTED: Final = "[REDACTED]"
 
@@ -156,7 +158,9 @@ def normalize_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
     equals the one later read from the store.
     """
     plain = to_jsonable_python(dict(payload))
-    decoded: dict[str, Any] = json.loads(canonical_json(plain))
+    # The record is UTF-8 (hashed and stored so): a lone surrogate some caller let
+    # through is made whole here rather than lose the event (`whole_json_text`).
+    decoded: dict[str, Any] = json.loads(whole_json_text(canonical_json(plain)))
     return decoded
 
 

@@ -40,6 +40,7 @@ from pydantic import (
     field_validator,
 )
 
+from envelopes.encodable import whole_json_text, whole_text
 from harness.secrets import SecretValues, harness_secrets
 from harness.workspace.commands import run_shell
 from harness.workspace.confined import LinkIndex, Located, checked_parts, inherit_owner
@@ -182,6 +183,23 @@ class ToolResult(BaseModel):
     output: str
     meta: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
+
+    # A name in the workspace whose bytes are not UTF-8 reaches a listing, a grep line or
+    # an error as half a surrogate pair: the run crashed recording it. Shown as its byte.
+    @field_validator("output", "name", "id")
+    @classmethod
+    def _whole_text(cls, value: str | None) -> str | None:
+        return None if value is None else whole_text(value)
+
+    @field_validator("meta")
+    @classmethod
+    def _whole_meta(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            dumped = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return value
+        whole = whole_json_text(dumped)
+        return value if whole is dumped else dict(json.loads(whole))
 
 
 # -- specs --------------------------------------------------------------------------------
