@@ -186,7 +186,10 @@ def test_a_named_pipe_as_an_input_file_is_refused_not_waited_on(
     values = {"fifo": str(fifo), "store": str(tmp_path / "r.db"), "ws": str(honest / "workspace")}
     args = [part.format(**values) for part in command]
     line = one_error(ilh_process(tmp_path, *args), str(fifo), "E500")
-    assert f"cannot read {what}: it is a named pipe" in line
+    # Certify reads its records through its own reader, which says what a pipe is not.
+    assert f"cannot read {what}: it is a named pipe" in line or (
+        f"{what} is not a regular file (a pipe" in line
+    )
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc here")
