@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.certify.check import bind_handoff
 from harness.grading.tree import task_test_data
+from harness.inputs.errors import InputError
+from tests.certify_helpers import certify_project, copy_example
 from tests.test_redteam_grading import CALC_STUB, claim, never_complete, run, write_task, writes
 
 # A test that reads its expected values from files whose names it computes: one per case
@@ -104,3 +107,28 @@ def test_computed_names_are_patterns_over_the_templates_data(tmp_path: Path) -> 
         "k.yaml",
         "golden.out",
     }
+
+
+# ---------------------------------------------------------------- certificate binding
+@pytest.mark.parametrize(
+    "pad", ["\u2028", "\u3000", "\u00a0", "\x85", "\x1c\x1d\x1e\x1f", "\x0b\x0c"]
+)
+def test_invisible_padding_around_a_certified_file_is_not_the_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pad: str
+) -> None:
+    """`[handoff] file` compared the objective with the file after `str.strip()`, which
+    also drops Unicode separators and spaces: the objective dispatched invisible text
+    around the certified record that the certifier refuses inside one."""
+    folder = copy_example("certify_clean", tmp_path)
+    code, _, _ = certify_project(folder, monkeypatch, "--certificate", "c.json")
+    assert code == 0
+    record = (folder / "handoff.md").read_text()
+    for objective in (pad + record, record + pad, f"\n{pad}\n{record}"):
+        with pytest.raises(InputError, match="objective is not the certified file"):
+            bind_handoff(
+                folder / "c.json", objective=objective, file=folder / "handoff.md", where="t"
+            )
+    # Blank lines around it (what a TOML string adds or drops) are still the record.
+    bind_handoff(
+        folder / "c.json", objective=f"\n \n{record}\t\n", file=folder / "handoff.md", where="t"
+    )
