@@ -609,14 +609,20 @@ def task_test_folders(template_files: Iterable[str], named_dirs: Iterable[str] =
 
 
 def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
-    """The template's root modules that hold only data (a docstring and assignments of
+    """The template's modules that hold only data (a docstring and assignments of
     literal values: `CASES = [(1, 2, 3)]`) and that a test file of the template imports
-    (`from expected import CASES`): Python test data, the task's like `cases.json`.
+    from the root (`from expected import CASES`, `expected/__init__.py` too, and
+    `from data.expected import CASES`: `data/expected.py`), with the packages they lie
+    in when those are empty or data too: Python test data, the task's like `cases.json`.
 
     Why: a root `expected.py` beside `test_calc.py` was graded as the agent rewrote it
-    (`add` returning 0, the cases made to expect 0) and verified. A module with any code
-    (a `def`, a `class`, a call) is the agent's work, graded as written; a data module a
-    task asks the agent to fill in is graded as the template had it (closed, not open)."""
+    (`add` returning 0, the cases made to expect 0) and verified; so was the same data
+    as a package (`expected/__init__.py`) or a module in one (`data/expected.py`): only
+    `NAME.py` at the root was looked for. A package's `__init__.py` runs before its
+    module and could put a forged one in `sys.modules`, so it is the task's as well. A
+    module with any code (a `def`, a `class`, a call) is the agent's work, graded as
+    written; a data module a task asks the agent to fill in is graded as the template
+    had it (closed, not open)."""
     files = set(template_files)
     imported: set[str] = set()
     for rel in sorted(files):
@@ -630,17 +636,34 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                imported.update(a.name.partition(".")[0] for a in node.names)
+                imported.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                imported.add(node.module.partition(".")[0])
-    return {
-        f"{name}.py"
-        for name in imported
-        if f"{name}.py" in files and _only_data(template / f"{name}.py")
-    }
+                imported.add(node.module)
+                # `from data import expected`: the name may be a submodule.
+                imported.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+    found: set[str] = set()
+    for dotted in imported:
+        parts = dotted.split(".")
+        for depth in range(len(parts), 0, -1):
+            base = "/".join(parts[:depth])
+            data = [
+                f
+                for f in (f"{base}.py", f"{base}/__init__.py")
+                if f in files and _only_data(template / f)
+            ]
+            if not data:
+                continue
+            found.update(data)
+            # The packages it lies in, when they hold nothing but data (or nothing).
+            for up in range(1, depth):
+                init = "/".join(parts[:up]) + "/__init__.py"
+                if init in files and _only_data(template / init, empty_ok=True):
+                    found.add(init)
+            break
+    return found
 
 
-def _only_data(path: Path) -> bool:
+def _only_data(path: Path, *, empty_ok: bool = False) -> bool:
     try:
         if path.stat().st_size > _MAX_TEST_SOURCE:
             return False
@@ -657,7 +680,7 @@ def _only_data(path: Path) -> bool:
             ast.literal_eval(value)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             return False
-    return bool(body)
+    return bool(body) or empty_ok
 
 
 def build_tree(
@@ -711,6 +734,13 @@ def _apply_template(
         if PurePosixPath(rel).parent.as_posix() in named_dirs
         and (name := module_name(PurePosixPath(rel).name)) is not None
     }
+    # Beside a data module, an agent's package or extension of the same name is what
+    # Python imports in its place (`expected/__init__.py` beats `expected.py`).
+    data_names = {
+        (PurePosixPath(rel).parent.as_posix(), PurePosixPath(rel).stem)
+        for rel in data_py
+        if not rel.endswith("/__init__.py")
+    }
     shadowing = shadowing_names()
     removed: list[str] = []
     restored: list[str] = []
@@ -731,6 +761,8 @@ def _apply_template(
                 why = "not in the task's test folder (or a folder a check names)"
             if why is None and rel_here in import_dirs and module_name(name) in helpers:
                 why = f"a runner hook: it would shadow the task's test helper {module_name(name)!r}"
+            if why is None and (rel_here, module_name(name)) in data_names:
+                why = f"a runner hook: it would shadow the task's test data {module_name(name)!r}"
             if why is None and name in _MANIFESTS:
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
