@@ -374,7 +374,10 @@ def _text_or_star(node: ast.AST) -> str:
 
 
 def task_test_data(
-    template: Path, template_files: Iterable[str], hidden: Path | None = None
+    template: Path,
+    template_files: Iterable[str],
+    hidden: Path | None = None,
+    helpers: Iterable[str] = (),
 ) -> set[str]:
     """The template's test data: its files that are not Python source and that a test
     file of the template names by a string literal, or that lie in a folder one names
@@ -389,10 +392,14 @@ def task_test_data(
     The cost: a data file the task asks the agent to change, and its test reads by name,
     is graded as the template had it (the check fails: closed, not open)."""
     files = set(template_files)
+    # The task's other Python a test runs (`helpers`: its data modules, the helpers
+    # under its test folders) names data too (`CASES_FILE = "golden.json"` in a
+    # `settings.py` the test imports): an agent rewrote such a `golden.json` and was
+    # verified while only the test files' literals were read.
     tests = [
         (template / f, PurePosixPath(f).parent)
-        for f in sorted(files)
-        if f.endswith(".py") and is_test_file(f)
+        for f in sorted(files | set(helpers))
+        if f.endswith(".py") and (is_test_file(f) or f in set(helpers))
     ]
     return _data_named(files, tests) | (hidden_test_data(files, hidden) if hidden else set())
 
@@ -718,7 +725,12 @@ def _apply_template(
     data_py = data_modules(template, template_files)
     named = named | recipe_scripts(template) | data_py
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
-    data = task_test_data(template, template_files)
+    data = task_test_data(
+        template,
+        template_files,
+        helpers=data_py
+        | {f for f in template_files if any(f.startswith(d + "/") for d in named_dirs)},
+    )
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
     quiet = hidden_test_data(template_files, hidden) - data if hidden else set()
