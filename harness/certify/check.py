@@ -146,6 +146,17 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     return report
 
 
+#: What a TOML string adds or drops around a record: blank lines, never other characters.
+_BLANK = " \t\r\n"
+
+
+def _text(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where: str) -> None:
     """`ilh run` dispatches a handoff only as certified: the task's objective (or the file
     `[handoff] file` names) must have exactly the certified bytes, and with a file the
@@ -181,7 +192,12 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
     # adds or drops). Not the activation edge ("Read handoff.md and execute it"): the
     # agent would read whatever handoff.md its workspace holds, which is not the file
     # checked here.
-    if file is not None and objective.strip() != data.decode("utf-8", "replace").strip():
+    # Only ASCII blank-line characters are stripped: `str.strip()` also drops U+2028,
+    # U+3000, NBSP, NEL and the \x1c-\x1f separators, invisible text the certifier
+    # refuses inside a record but which rode along unchecked around it. Bytes that are
+    # not UTF-8 are no record an objective can equal (never a replacement character).
+    text = _text(data)
+    if file is not None and (text is None or objective.strip(_BLANK) != text.strip(_BLANK)):
         raise InputError(
             where,
             "E303",

@@ -316,15 +316,68 @@ def _literals(path: Path) -> set[str]:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
-    return {
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value
-    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+            found.add(node.value)
+        else:
+            pattern = _computed_name(node)
+            if pattern is not None and pattern.strip("*"):
+                found.add(pattern)
+    return found
+
+
+#: A `%` conversion or a `str.format` field: the part of a name computed at run time.
+_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*[0-9*]*(?:\.[0-9*]+)?[a-zA-Z%]")
+_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
+
+
+def _computed_name(node: ast.AST) -> str | None:
+    """A string the test builds at run time, as a pattern: its literal parts kept, each
+    computed part a `*` (`f"{name}.json"`, `name + ".json"`, `"%s.json" % name`,
+    `"{}.json".format(name)`, `path.with_suffix(".json")` are all `*.json`).
+
+    Why: a test reading one data file per case (`for name in ("add", "neg")`) names no
+    file by a literal, so the agent rewrote `add.json` to expect what its `add` returned
+    and was verified. As a pattern, the files it may read are restored (more, never
+    less: the pattern rule of `_data_named`)."""
+    if isinstance(node, ast.JoinedStr):
+        parts = [
+            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "*"
+            for v in node.values
+        ]
+        return "".join(parts) if len(parts) > 1 else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _text_or_star(node.left), _text_or_star(node.right)
+        return None if left == right == "*" else left + right
+    if (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod)
+        and isinstance(node.left, ast.Constant)
+        and isinstance(node.left.value, str)
+    ):
+        return _PERCENT_FIELD.sub("*", node.left.value)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        owner, method = node.func.value, node.func.attr
+        if method == "format" and isinstance(owner, ast.Constant) and isinstance(owner.value, str):
+            return _FORMAT_FIELD.sub("*", owner.value)
+        if method in ("with_suffix", "with_stem", "with_name") and node.args:
+            text = _text_or_star(node.args[0])
+            return {"with_suffix": "*" + text, "with_stem": text + ".*"}.get(method, text)
+    return None
+
+
+def _text_or_star(node: ast.AST) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return _computed_name(node) or "*"
 
 
 def task_test_data(
-    template: Path, template_files: Iterable[str], hidden: Path | None = None
+    template: Path,
+    template_files: Iterable[str],
+    hidden: Path | None = None,
+    helpers: Iterable[str] = (),
 ) -> set[str]:
     """The template's test data: its files that are not Python source and that a test
     file of the template names by a string literal, or that lie in a folder one names
@@ -339,10 +392,14 @@ def task_test_data(
     The cost: a data file the task asks the agent to change, and its test reads by name,
     is graded as the template had it (the check fails: closed, not open)."""
     files = set(template_files)
+    # The task's other Python a test runs (`helpers`: its data modules, the helpers
+    # under its test folders) names data too (`CASES_FILE = "golden.json"` in a
+    # `settings.py` the test imports): an agent rewrote such a `golden.json` and was
+    # verified while only the test files' literals were read.
     tests = [
         (template / f, PurePosixPath(f).parent)
-        for f in sorted(files)
-        if f.endswith(".py") and is_test_file(f)
+        for f in sorted(files | set(helpers))
+        if f.endswith(".py") and (is_test_file(f) or f in set(helpers))
     ]
     return _data_named(files, tests) | (hidden_test_data(files, hidden) if hidden else set())
 
@@ -559,14 +616,20 @@ def task_test_folders(template_files: Iterable[str], named_dirs: Iterable[str] =
 
 
 def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
-    """The template's root modules that hold only data (a docstring and assignments of
+    """The template's modules that hold only data (a docstring and assignments of
     literal values: `CASES = [(1, 2, 3)]`) and that a test file of the template imports
-    (`from expected import CASES`): Python test data, the task's like `cases.json`.
+    from the root (`from expected import CASES`, `expected/__init__.py` too, and
+    `from data.expected import CASES`: `data/expected.py`), with the packages they lie
+    in when those are empty or data too: Python test data, the task's like `cases.json`.
 
     Why: a root `expected.py` beside `test_calc.py` was graded as the agent rewrote it
-    (`add` returning 0, the cases made to expect 0) and verified. A module with any code
-    (a `def`, a `class`, a call) is the agent's work, graded as written; a data module a
-    task asks the agent to fill in is graded as the template had it (closed, not open)."""
+    (`add` returning 0, the cases made to expect 0) and verified; so was the same data
+    as a package (`expected/__init__.py`) or a module in one (`data/expected.py`): only
+    `NAME.py` at the root was looked for. A package's `__init__.py` runs before its
+    module and could put a forged one in `sys.modules`, so it is the task's as well. A
+    module with any code (a `def`, a `class`, a call) is the agent's work, graded as
+    written; a data module a task asks the agent to fill in is graded as the template
+    had it (closed, not open)."""
     files = set(template_files)
     imported: set[str] = set()
     for rel in sorted(files):
@@ -580,17 +643,34 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                imported.update(a.name.partition(".")[0] for a in node.names)
+                imported.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                imported.add(node.module.partition(".")[0])
-    return {
-        f"{name}.py"
-        for name in imported
-        if f"{name}.py" in files and _only_data(template / f"{name}.py")
-    }
+                imported.add(node.module)
+                # `from data import expected`: the name may be a submodule.
+                imported.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+    found: set[str] = set()
+    for dotted in imported:
+        parts = dotted.split(".")
+        for depth in range(len(parts), 0, -1):
+            base = "/".join(parts[:depth])
+            data = [
+                f
+                for f in (f"{base}.py", f"{base}/__init__.py")
+                if f in files and _only_data(template / f)
+            ]
+            if not data:
+                continue
+            found.update(data)
+            # The packages it lies in, when they hold nothing but data (or nothing).
+            for up in range(1, depth):
+                init = "/".join(parts[:up]) + "/__init__.py"
+                if init in files and _only_data(template / init, empty_ok=True):
+                    found.add(init)
+            break
+    return found
 
 
-def _only_data(path: Path) -> bool:
+def _only_data(path: Path, *, empty_ok: bool = False) -> bool:
     try:
         if path.stat().st_size > _MAX_TEST_SOURCE:
             return False
@@ -607,7 +687,7 @@ def _only_data(path: Path) -> bool:
             ast.literal_eval(value)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
             return False
-    return bool(body)
+    return bool(body) or empty_ok
 
 
 def build_tree(
@@ -645,7 +725,12 @@ def _apply_template(
     data_py = data_modules(template, template_files)
     named = named | recipe_scripts(template) | data_py
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
-    data = task_test_data(template, template_files)
+    data = task_test_data(
+        template,
+        template_files,
+        helpers=data_py
+        | {f for f in template_files if any(f.startswith(d + "/") for d in named_dirs)},
+    )
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
     quiet = hidden_test_data(template_files, hidden) - data if hidden else set()
@@ -660,6 +745,13 @@ def _apply_template(
         for rel in template_entries
         if PurePosixPath(rel).parent.as_posix() in named_dirs
         and (name := module_name(PurePosixPath(rel).name)) is not None
+    }
+    # Beside a data module, an agent's package or extension of the same name is what
+    # Python imports in its place (`expected/__init__.py` beats `expected.py`).
+    data_names = {
+        (PurePosixPath(rel).parent.as_posix(), PurePosixPath(rel).stem)
+        for rel in data_py
+        if not rel.endswith("/__init__.py")
     }
     shadowing = shadowing_names()
     removed: list[str] = []
@@ -681,6 +773,8 @@ def _apply_template(
                 why = "not in the task's test folder (or a folder a check names)"
             if why is None and rel_here in import_dirs and module_name(name) in helpers:
                 why = f"a runner hook: it would shadow the task's test helper {module_name(name)!r}"
+            if why is None and (rel_here, module_name(name)) in data_names:
+                why = f"a runner hook: it would shadow the task's test data {module_name(name)!r}"
             if why is None and name in _MANIFESTS:
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
