@@ -9,6 +9,7 @@ a failure, not a silent skip.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,3 +75,11 @@ def quiet_logs() -> None:
     from harness.secrets.logs import configure_logging
 
     configure_logging()
+
+
+@pytest.fixture
+def honest(tmp_path: Path) -> Path:
+    """A copy of examples/honest (task, scripted agent, workspace) to change at will."""
+    folder = tmp_path / "honest"
+    shutil.copytree(REPO_ROOT / "examples" / "honest", folder)
+    return folder

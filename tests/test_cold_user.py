@@ -39,13 +39,6 @@ def one_error(result: Result, location: str, code: str) -> str:
 
 
 @pytest.fixture
-def honest(tmp_path: Path) -> Path:
-    folder = tmp_path / "honest"
-    shutil.copytree(EXAMPLES / "honest", folder)
-    return folder
-
-
-@pytest.fixture
 def huge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A file one byte over the cap: a log or a disk image named by mistake must not be
     read whole into memory (nor `/dev/zero`, which never ends)."""

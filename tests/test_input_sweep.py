@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -50,13 +49,6 @@ def one_error(result: Result | Ended, location: str, code: str) -> str:
     # The location may go on with `:LINE` (a task file) or be any option (`location=""`).
     assert re.match(rf"error {re.escape(location)}\S*: {code} ", lines[-1]), lines
     return lines[-1]
-
-
-@pytest.fixture
-def honest(tmp_path: Path) -> Path:
-    folder = tmp_path / "honest"
-    shutil.copytree(EXAMPLES / "honest", folder)
-    return folder
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ exit 2, no traceback; and input that used to be accepted and must be refused."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,13 +29,6 @@ def one_error(result: Result, location: str, code: str) -> str:
     assert lines, result.output
     assert lines[-1].startswith(f"error {location}: {code} "), lines
     return lines[-1]
-
-
-@pytest.fixture
-def honest(tmp_path: Path) -> Path:
-    folder = tmp_path / "honest"
-    shutil.copytree(EXAMPLES / "honest", folder)
-    return folder
 
 
 def test_an_unusable_store_is_one_message(honest: Path) -> None:
