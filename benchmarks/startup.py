@@ -7,14 +7,20 @@ shared, noisy machine moves wall time far more than CPU time. Printed per comman
 median CPU ms over the repeats and the median of the per-round ratios to `python -c pass`
 (the issue's bound: at most 4x).
 
-Run: .venv/bin/python -m benchmarks.startup [--repeat 15]
+With `--instructions` (and valgrind on PATH), each command is also run once under
+callgrind and its instruction count printed as a ratio: instructions, unlike CPU time,
+do not move with the machine's load, so a change of a few percent shows.
+
+Run: .venv/bin/python -m benchmarks.startup [--repeat 15] [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,9 +46,23 @@ def cpu_of(argv: list[str], cwd: Path) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def instructions_of(argv: list[str], cwd: Path) -> int | None:
+    """Instructions that running `argv` executed, counted by valgrind's callgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=cwd, env=CHILD_ENV, capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    found = re.search(r"Collected : ([0-9]+)", done.stderr)
+    return int(found.group(1)) if found else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--instructions", action="store_true", help="also count instructions")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -70,6 +90,10 @@ def main() -> None:
         for _ in range(args.repeat):
             for name, argv in sides.items():
                 cpu[name].append(cpu_of(argv, folder))
+        counted = {
+            name: instructions_of(argv, folder) if args.instructions else None
+            for name, argv in sides.items()
+        }
     print(f"Start-up CPU time, {args.repeat} interleaved rounds; {env_note}")
     base = cpu["python -c pass"]
     for name, times in cpu.items():
@@ -78,6 +102,14 @@ def main() -> None:
             f"  {name:<22} {statistics.median(times) * 1000:7.1f} ms"
             f"   {statistics.median(ratios):5.2f}x python -c pass"
         )
+    floor = counted["python -c pass"]
+    if args.instructions and floor:
+        print("Instructions (callgrind, one run each):")
+        for name, count in counted.items():
+            if count is not None:
+                print(f"  {name:<22} {count / 1e6:7.1f} M   {count / floor:5.2f}x python -c pass")
+    elif args.instructions:
+        print("Instructions: valgrind is not on PATH (or counted nothing)")
 
 
 if __name__ == "__main__":

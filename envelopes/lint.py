@@ -9,7 +9,6 @@ from pathlib import PurePath
 from envelopes import declarations as decl
 from envelopes.document import Declaration, Document, read_document
 from envelopes.errors import Finding, IlangError
-from envelopes.judge import Judge, judge_findings
 from envelopes.markdown import ilang_fences
 from envelopes.vocabulary import ENTITY_TIERS
 
@@ -91,6 +90,10 @@ def check_judge(d: Declaration, body: Body) -> list[Finding]:
                 1,
             )
         ]
+    # Imported here: the JUDGE model and its scoring function cost a tenth of a short
+    # `ilh lint`'s start-up, and most texts hold no ::JUDGE.
+    from envelopes.judge import Judge, judge_findings
+
     try:
         judge = Judge.from_body(d.header, body_pairs(d, everything=True))
     except IlangError as err:

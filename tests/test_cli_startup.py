@@ -97,19 +97,40 @@ def test_logging_configured_when_structlog_is_imported_later(tmp_path: Path) -> 
     assert "SECRETVALUE" not in done.stderr
 
 
+def loads(tmp_path: Path, module: str, *args: str) -> bool:
+    """Whether `ilh ARGS…`, run in `tmp_path`, imported `module`."""
+    code = (
+        "import sys\nfrom harness.cli.main import main\n"
+        f"sys.argv = ['ilh', *{list(args)!r}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"sys.stderr.write('LOADED=' + str({module!r} in sys.modules) + '\\n')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    line = next((x for x in done.stderr.splitlines() if x.startswith("LOADED=")), done.stderr)
+    assert line in ("LOADED=True", "LOADED=False"), line
+    return line == "LOADED=True"
+
+
 @pytest.mark.parametrize("args", [("lint", "t.ilang"), ("runs", "list", "--store", "runs.db")])
 def test_light_commands_do_not_import_structlog(tmp_path: Path, args: tuple[str, ...]) -> None:
     from harness.record.store import RunStore
 
     (tmp_path / "t.ilang").write_text("::STATUS{@TASK|state:running}\n")
     RunStore(tmp_path / "runs.db").close()
-    code = (
-        "import sys\nfrom harness.cli.main import main\n"
-        f"sys.argv = ['ilh', *{list(args)!r}]\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('STRUCTLOG=' + str('structlog' in sys.modules) + '\\n')\n"
-    )
+    assert not loads(tmp_path, "structlog", *args)
+
+
+def test_lint_imports_the_judge_only_for_a_judge(tmp_path: Path) -> None:
+    """The ::JUDGE model and its scoring function are a tenth of a short lint's start-up:
+    a text without a ::JUDGE never loads them; one with a ::JUDGE is still judged."""
+    (tmp_path / "t.ilang").write_text("::STATUS{@TASK|state:running}\n")
+    assert not loads(tmp_path, "envelopes.judge", "lint", "t.ilang")
+    (tmp_path / "j.ilang").write_text("::JUDGE{x}\n")
+    assert loads(tmp_path, "envelopes.judge", "lint", "j.ilang")
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    assert "STRUCTLOG=False" in done.stderr, done.stderr
+        [sys.executable, "-m", "harness", "lint", "j.ilang"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and "JUDGE" in done.stdout, done.stdout + done.stderr

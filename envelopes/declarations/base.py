@@ -226,7 +226,7 @@ def build(model: Callable[..., M], line: int, col: int, decl: str, **values: Any
 class Declaration(BaseModel):
     """A v4 declaration: `parse` reads its text, `render` writes its canonical text."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     NAME: ClassVar[str]
 

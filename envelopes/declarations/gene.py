@@ -54,7 +54,7 @@ def slug(text: str, limit: int = 80) -> str:
 class Occurrence(BaseModel):
     """One `SEEN:` line: an occurrence of the error, where it came from."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     run: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
     round: int = Field(ge=0)
@@ -68,7 +68,7 @@ class Occurrence(BaseModel):
 class Flag(BaseModel):
     """One `FLAG:principal_rule_error` line."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     run: str = Field(pattern=r"^[A-Za-z0-9_.\-]+$")
     note: str
@@ -87,7 +87,7 @@ def _fields(text: str) -> dict[str, str]:
 
 
 class Gene(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     name: str = Field(pattern=NAME_PATTERN)
     conf: str = "mutable"

@@ -39,7 +39,7 @@ _ROW_NAMED = frozenset({"r", "weight", "check"})
 class Criterion(BaseModel):
     """One rubric row."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: Value
     weight: float

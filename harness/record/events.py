@@ -71,7 +71,7 @@ class EventKind(StrEnum):
 class Event(BaseModel):
     """One committed, hash-chained entry of a run record."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     run_id: str = Field(min_length=1)
     seq: int = Field(ge=1, description="1-based position in the run's chain")
@@ -102,7 +102,7 @@ class Event(BaseModel):
 class RunSummary(BaseModel):
     """What `ilh runs list` / `ilh runs show` need to know about a run without its events."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     run_id: str
     task_id: str
@@ -122,7 +122,7 @@ class RunSummary(BaseModel):
 class VerifyResult(BaseModel):
     """Outcome of checking one run's chain; `problems` name the seq they concern."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     run_id: str
     ok: bool
