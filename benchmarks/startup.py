@@ -3,9 +3,10 @@ each as a ratio to `python -c pass` (the interpreter's own start-up) measured in
 run, interleaved, so that the machine's load falls on every side alike.
 
 The CPU time of each command is its child's rusage (user + system), not wall time: a
-shared, noisy machine moves wall time far more than CPU time. Printed per command: the
-median CPU ms over the repeats and the median of the per-round ratios to `python -c pass`
-(the issue's bound: at most 4x).
+shared, noisy machine moves wall time far more than CPU time. Two `floor` lines are not
+commands: the libraries the commands stand on, imported and nothing else done. Printed per
+command: the median CPU ms over the repeats and the median of the per-round ratios to
+`python -c pass` (the issue's bound: at most 4x).
 
 With `--instructions` (and valgrind on PATH), each command is also run once under
 callgrind and its instruction count printed as a ratio: instructions, unlike CPU time,
@@ -71,6 +72,15 @@ def main() -> None:
         )
         sides = {
             "python -c pass": [sys.executable, "-c", "pass"],
+            # Not a command: the libraries every one of them stands on (click for the
+            # command line, rich for the terminal, pydantic for every schema) imported
+            # and nothing else done. No command that uses them can start for less.
+            "floor: click+rich": [sys.executable, "-c", "import click, rich.console, rich.table"],
+            "floor: +pydantic": [
+                sys.executable,
+                "-c",
+                "import click, rich.console, rich.table; from pydantic import BaseModel",
+            ],
             "ilh --help": [*ILH, "--help"],
             "ilh lint tiny.ilang": [*ILH, "lint", "tiny.ilang"],
             "ilh runs list": [
