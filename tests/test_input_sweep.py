@@ -278,3 +278,20 @@ def test_whole_text(text: str, whole: str) -> None:
     assert whole_text(text) == whole
     nested = json.dumps({"k": [text, {text: 1}]}, ensure_ascii=False)
     assert json.loads(whole_json_text(nested)) == {"k": [whole, {whole: 1}]}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("command", ["show", "diff", "history"])
+def test_a_soul_that_is_a_pipe_or_a_device_is_not_called_missing(
+    tmp_path: Path, command: str
+) -> None:
+    # A FIFO given as the SOUL was reported as "no such SOUL file": it is there, it is
+    # just not a file; the user looking for a typo in the path found none.
+    fifo = tmp_path / "SOUL.md"
+    os.mkfifo(fifo)
+    for soul in (str(fifo), os.devnull):
+        line = one_error(ilh_process(tmp_path, "soul", command, soul), soul, "E303")
+        assert "not a regular file" in line and "no such" not in line
+    missing = str(tmp_path / "nowhere.md")
+    line = one_error(ilh_process(tmp_path, "soul", command, missing), missing, "E500")
+    assert "no such SOUL file" in line
