@@ -295,3 +295,31 @@ def test_a_soul_that_is_a_pipe_or_a_device_is_not_called_missing(
     missing = str(tmp_path / "nowhere.md")
     line = one_error(ilh_process(tmp_path, "soul", command, missing), missing, "E500")
     assert "no such SOUL file" in line
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ("limit = 6", 'limit = "6"', "budget.rounds.limit"),
+        ("limit = 6", "limit = true", "budget.rounds.limit"),
+        ("limit = 40000", 'limit = "40000"', "budget.tokens.limit"),
+        ("reserve_audit = 4000", "reserve_audit = false", "budget.tokens.reserve_audit"),
+        ("threshold = 0.85", 'threshold = "0.85"', "rubric.threshold"),
+        ("threshold = 0.85", "threshold = true", "rubric.threshold"),
+        ("weight = 0.7", 'weight = "0.7"', "rubric.criteria.0.weight"),
+        ("[agent]\n", "[sandbox]\nprocesses = \"64\"\n\n[agent]\n", "sandbox.processes"),
+        ("[agent]\n", "[sandbox]\ncpu_seconds = true\n\n[agent]\n", "sandbox.cpu_seconds"),
+    ],
+)  # fmt: skip
+def test_a_number_written_as_text_or_a_boolean_is_the_wrong_type(
+    honest: Path, old: str, new: str, key: str
+) -> None:
+    # `limit = true` ran a task of one round and `limit = "6"` one of six: a quoted number
+    # or a boolean where the task file wants a number is a mistake to name, as a number
+    # where it wants text is (`id = 3`), and as sizes and durations already refuse `true`.
+    task = honest / "task.toml"
+    text = task.read_text()
+    assert old in text
+    task.write_text(text.replace(old, new, 1))
+    line = one_error(invoke("run", str(task), "--store", str(honest / "r.db")), str(task), "E301")
+    assert key in line
