@@ -323,3 +323,26 @@ def test_a_number_written_as_text_or_a_boolean_is_the_wrong_type(
     task.write_text(text.replace(old, new, 1))
     line = one_error(invoke("run", str(task), "--store", str(honest / "r.db")), str(task), "E301")
     assert key in line
+
+
+@pytest.mark.parametrize(
+    ("line", "where", "kind"),
+    [
+        ("[1, 2]", ":1: E301 ", "an array"),
+        ('"hello"', ":1: E301 ", "a string"),
+        ("null", ":1: E301 ", "null"),
+        ('{"text": "x", "usage": 3}', ":1: E301 usage: ", "a number"),
+        ('{"text": "x", "tool_calls": [true]}', ":1: E301 tool_calls.0: ", "true or false"),
+    ],
+)
+def test_an_agent_script_line_that_is_no_object_says_so_in_the_files_words(
+    honest: Path, line: str, where: str, kind: str
+) -> None:
+    # "(line): Input should be a valid dictionary or instance of ScriptedTurn" named a
+    # class of the harness and a Python type; the file is JSON.
+    (honest / "agent.jsonl").write_text(line + "\n")
+    task = honest / "task.toml"
+    message = one_error(invoke("run", str(task), "--store", str(honest / "r.db")), "", "E301")
+    assert f"agent.jsonl{where}" in message
+    assert message.endswith(f"should be a JSON object, not {kind}")
+    assert "ScriptedTurn" not in message and "dictionary" not in message
