@@ -4,7 +4,7 @@ receiver's re-check.
 
 Exit 0 certified (or, with --check, the target still has the certified identity and every
 dereference step resolves), 1 not certified (for any reason, a refused contract included),
-2 unreadable input or bad usage (DESIGN §6).
+2 unreadable input or bad usage (DESIGN §6), 130 interrupted (Ctrl-C: nothing written).
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def certify(
 ) -> None:
     """Certify TARGET (a file, or git:REV:PATH) for a zero-memory receiver in ROLE.
 
-    Exit 0 certified, 1 not certified, 2 bad input."""
+    Exit 0 certified, 1 not certified, 2 bad input, 130 interrupted."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         if check_path is not None:

@@ -69,7 +69,7 @@ def runs() -> None:
 
 @runs.command("list")
 @STORE_OPTION
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of runs on stdout.")
 @click.option(
     "--verify",
     "full",
