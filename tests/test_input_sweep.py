@@ -346,3 +346,14 @@ def test_an_agent_script_line_that_is_no_object_says_so_in_the_files_words(
     assert f"agent.jsonl{where}" in message
     assert message.endswith(f"should be a JSON object, not {kind}")
     assert "ScriptedTurn" not in message and "dictionary" not in message
+
+
+@pytest.mark.parametrize("value", ['"5"', "true", "5.0"])
+def test_a_scripted_turns_token_count_must_be_a_whole_number(honest: Path, value: str) -> None:
+    # `"input_tokens": "5"` and `true` were charged as 5 and 1 token: a mistake in the
+    # script that changed the budget the run was held to, silently.
+    line = '{"text": "x", "usage": {"input_tokens": ' + value + ', "output_tokens": 1}}'
+    (honest / "agent.jsonl").write_text(line + "\n")
+    task = honest / "task.toml"
+    message = one_error(invoke("run", str(task), "--store", str(honest / "r.db")), "", "E301")
+    assert "agent.jsonl:1: E301 usage.input_tokens: " in message
