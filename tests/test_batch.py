@@ -138,3 +138,34 @@ def test_one_tasks_command_never_stalls_or_charges_another(tmp_path: Path) -> No
 
     assert time_used(results[0]) >= 3.0
     assert time_used(results[1]) < 1.5, results[1].budgets
+
+
+def test_resume_as_a_flag_applies_to_every_task_of_a_batch(tmp_path: Path) -> None:
+    # `ilh run A.toml B.toml --resume`: each task is run as `ilh run X.toml --resume`
+    # would run it alone: one that starts stopped is resumed, one that does not runs.
+    files = [str(EXAMPLES / n / "task.toml") for n in ("stopped_to_complete", "honest")]
+    plain = json.loads(ilh("run", *files, "--json", "--store", "a.db", cwd=tmp_path).stdout)
+    assert [r["ended_by"] for r in plain] == ["not_running", "committed_complete"]
+    done = ilh("run", *files, "--resume", "--json", "--store", "b.db", cwd=tmp_path)
+    resumed = json.loads(done.stdout)
+    assert resumed[0]["ended_by"] != "not_running"  # it ran: its agent spoke
+    assert any(p["disposition"] == "rejected" for p in resumed[0]["proposals"])
+    assert resumed[1]["ended_by"] == "committed_complete"
+
+
+@pytest.mark.parametrize("before", [1, 2])
+def test_a_task_file_taken_as_the_value_of_resume_is_named_as_such(
+    tmp_path: Path, before: int
+) -> None:
+    # `--resume` takes the next word as its RUN: `ilh run A.toml --resume B.toml` was told
+    # "--resume B.toml names a run" (it names a task file), and with two files before it,
+    # "give no TASK_FILE" (the user gave three, and no run).
+    files = [str(EXAMPLES / n / "task.toml") for n in ("honest", "forged_commit")][:before]
+    last = str(EXAMPLES / "stopped_to_complete" / "task.toml")
+    done = ilh("run", *files, "--resume", last, "--store", "runs.db", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("error ")]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error --resume: E303 ")
+    assert "is a task file" in lines[0] and f"{last} --resume`" in lines[0]
+    assert not (tmp_path / "runs.db").exists()  # nothing ran

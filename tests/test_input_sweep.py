@@ -278,3 +278,82 @@ def test_whole_text(text: str, whole: str) -> None:
     assert whole_text(text) == whole
     nested = json.dumps({"k": [text, {text: 1}]}, ensure_ascii=False)
     assert json.loads(whole_json_text(nested)) == {"k": [whole, {whole: 1}]}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("command", ["show", "diff", "history"])
+def test_a_soul_that_is_a_pipe_or_a_device_is_not_called_missing(
+    tmp_path: Path, command: str
+) -> None:
+    # A FIFO given as the SOUL was reported as "no such SOUL file": it is there, it is
+    # just not a file; the user looking for a typo in the path found none.
+    fifo = tmp_path / "SOUL.md"
+    os.mkfifo(fifo)
+    for soul in (str(fifo), os.devnull):
+        line = one_error(ilh_process(tmp_path, "soul", command, soul), soul, "E303")
+        assert "not a regular file" in line and "no such" not in line
+    missing = str(tmp_path / "nowhere.md")
+    line = one_error(ilh_process(tmp_path, "soul", command, missing), missing, "E500")
+    assert "no such SOUL file" in line
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key"),
+    [
+        ("limit = 6", 'limit = "6"', "budget.rounds.limit"),
+        ("limit = 6", "limit = true", "budget.rounds.limit"),
+        ("limit = 40000", 'limit = "40000"', "budget.tokens.limit"),
+        ("reserve_audit = 4000", "reserve_audit = false", "budget.tokens.reserve_audit"),
+        ("threshold = 0.85", 'threshold = "0.85"', "rubric.threshold"),
+        ("threshold = 0.85", "threshold = true", "rubric.threshold"),
+        ("weight = 0.7", 'weight = "0.7"', "rubric.criteria.0.weight"),
+        ("[agent]\n", "[sandbox]\nprocesses = \"64\"\n\n[agent]\n", "sandbox.processes"),
+        ("[agent]\n", "[sandbox]\ncpu_seconds = true\n\n[agent]\n", "sandbox.cpu_seconds"),
+    ],
+)  # fmt: skip
+def test_a_number_written_as_text_or_a_boolean_is_the_wrong_type(
+    honest: Path, old: str, new: str, key: str
+) -> None:
+    # `limit = true` ran a task of one round and `limit = "6"` one of six: a quoted number
+    # or a boolean where the task file wants a number is a mistake to name, as a number
+    # where it wants text is (`id = 3`), and as sizes and durations already refuse `true`.
+    task = honest / "task.toml"
+    text = task.read_text()
+    assert old in text
+    task.write_text(text.replace(old, new, 1))
+    line = one_error(invoke("run", str(task), "--store", str(honest / "r.db")), str(task), "E301")
+    assert key in line
+
+
+@pytest.mark.parametrize(
+    ("line", "where", "kind"),
+    [
+        ("[1, 2]", ":1: E301 ", "an array"),
+        ('"hello"', ":1: E301 ", "a string"),
+        ("null", ":1: E301 ", "null"),
+        ('{"text": "x", "usage": 3}', ":1: E301 usage: ", "a number"),
+        ('{"text": "x", "tool_calls": [true]}', ":1: E301 tool_calls.0: ", "true or false"),
+    ],
+)
+def test_an_agent_script_line_that_is_no_object_says_so_in_the_files_words(
+    honest: Path, line: str, where: str, kind: str
+) -> None:
+    # "(line): Input should be a valid dictionary or instance of ScriptedTurn" named a
+    # class of the harness and a Python type; the file is JSON.
+    (honest / "agent.jsonl").write_text(line + "\n")
+    task = honest / "task.toml"
+    message = one_error(invoke("run", str(task), "--store", str(honest / "r.db")), "", "E301")
+    assert f"agent.jsonl{where}" in message
+    assert message.endswith(f"should be a JSON object, not {kind}")
+    assert "ScriptedTurn" not in message and "dictionary" not in message
+
+
+@pytest.mark.parametrize("value", ['"5"', "true", "5.0"])
+def test_a_scripted_turns_token_count_must_be_a_whole_number(honest: Path, value: str) -> None:
+    # `"input_tokens": "5"` and `true` were charged as 5 and 1 token: a mistake in the
+    # script that changed the budget the run was held to, silently.
+    line = '{"text": "x", "usage": {"input_tokens": ' + value + ', "output_tokens": 1}}'
+    (honest / "agent.jsonl").write_text(line + "\n")
+    task = honest / "task.toml"
+    message = one_error(invoke("run", str(task), "--store", str(honest / "r.db")), "", "E301")
+    assert "agent.jsonl:1: E301 usage.input_tokens: " in message

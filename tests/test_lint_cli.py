@@ -179,3 +179,16 @@ def test_hostile_text_is_findings_never_a_traceback(text: str) -> None:
     rows = json.loads(result.stdout)
     assert result.exit_code == (1 if any(r["severity"] == "error" for r in rows) else 0)
     assert all(r["code"] in ERROR_CODES for r in rows)
+
+
+def test_a_huge_value_is_shortened_for_people_and_whole_in_json() -> None:
+    # A 50 MB state value was echoed whole into the finding's one line: a terminal flooded
+    # for one warning. People get its start and its size; `--json` keeps every character.
+    value = "x" * 200_000
+    text = f"::STATUS{{@TASK|state:{value}}}\n"
+    code, out = lint("-", stdin=text)
+    assert code == 0  # an unknown state is a warning
+    (line,) = [row for row in out.splitlines() if ":1:1: E303" in row]
+    assert len(line) < 600 and "characters" in line
+    _, out = lint("--json", "-", stdin=text)
+    assert any(value in row["message"] for row in json.loads(out))

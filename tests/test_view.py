@@ -271,3 +271,24 @@ def test_a_forged_certificate_is_not_shown_as_a_pass(
     page = viewed(tmp_path, str(forged), tmp_path / "none.db")
     assert "NOT AUTHENTIC" in page and "does not match its seal" in page
     assert 'class="pass"' not in page and ">certified<" not in page
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("README.md", "# a readme\n", "it is a file, but not JSON"),
+        ("notes.json", "[1, 2]", "the file: Input should be an object"),
+    ],
+)
+def test_a_file_that_is_neither_a_run_nor_a_certificate_is_named_so(
+    tmp_path: Path, name: str, text: str, says: str
+) -> None:
+    # `ilh view README.md` said "not an ilh certificate: (top): Invalid JSON: expected
+    # value at line 1 column 1": `(top)` is pydantic's, and a run was not mentioned.
+    path = tmp_path / name
+    path.write_text(text)
+    done = CliRunner().invoke(ilh, ["view", str(path), "--out", str(tmp_path / "o.html")])
+    assert done.exit_code == 2 and "Traceback" not in done.output
+    (line,) = [row for row in done.output.splitlines() if row.startswith("error ")]
+    assert line.startswith(f"error {path}: E500 neither a run nor an ilh certificate: ")
+    assert says in line and "(top)" not in line

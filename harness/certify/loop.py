@@ -856,10 +856,16 @@ def check_landing(landing: Path, target: Target) -> None:
 def write_in_place(path: Path, data: bytes) -> None:
     """The repaired target, written whole (a reader never sees half of it)."""
     temporary = path.with_name(f".{path.name}.ilh-repair")
-    temporary.write_bytes(data)
     try:
-        mode = path.stat().st_mode & 0o7777
-        os.chmod(temporary, mode)
-    except OSError:
-        pass
-    os.replace(temporary, path)
+        temporary.write_bytes(data)
+        try:
+            mode = path.stat().st_mode & 0o7777
+            os.chmod(temporary, mode)
+        except OSError:
+            pass
+        os.replace(temporary, path)
+    except BaseException:
+        # Ctrl-C or a full disk before the rename: the target is untouched, and no
+        # half-written copy is left beside it.
+        temporary.unlink(missing_ok=True)
+        raise

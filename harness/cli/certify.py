@@ -4,7 +4,7 @@ receiver's re-check.
 
 Exit 0 certified (or, with --check, the target still has the certified identity and every
 dereference step resolves), 1 not certified (for any reason, a refused contract included),
-2 unreadable input or bad usage (DESIGN §6).
+2 unreadable input or bad usage (DESIGN §6), 130 interrupted (Ctrl-C: nothing written).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 import click
@@ -41,6 +42,7 @@ from harness.models.interface import ModelClient
 from harness.record.store import DEFAULT_STORE_PATH, StoreError
 from harness.run.setup import client_from_uri, close_client, default_store
 from harness.secrets.terminal import printable
+from harness.workspace.interrupts import EXIT_INTERRUPTED, immediate_interrupts
 
 EXIT_CERTIFIED = 0
 EXIT_NOT_CERTIFIED = 1
@@ -202,7 +204,7 @@ def certify(
 ) -> None:
     """Certify TARGET (a file, or git:REV:PATH) for a zero-memory receiver in ROLE.
 
-    Exit 0 certified, 1 not certified, 2 bad input."""
+    Exit 0 certified, 1 not certified, 2 bad input, 130 interrupted."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         if check_path is not None:
@@ -265,14 +267,30 @@ def certify(
                 budget=RefuterBudget(tokens=refuter_tokens, seconds=seconds, calls=refuter_calls),
                 store=store,
             )
-            result = asyncio.run(_certify(request, client))
+            # Ctrl-C at once, in the model call too: asyncio's own handler only cancels
+            # the task, and a second Ctrl-C in the clean-up ended the process by SIGINT.
+            with immediate_interrupts():
+                result = asyncio.run(_certify(request, client))
+    except KeyboardInterrupt:
+        kept = (
+            "; --apply: the target keeps the repairs of the passes made before (each written whole)"
+            if apply_repairs
+            else ""
+        )
+        err.print(f"interrupted: not certified, nothing written{kept}", markup=False)
+        sys.exit(EXIT_INTERRUPTED)
     except InputError as bad:
         BadInput.of(bad).show()
         sys.exit(EXIT_BAD_INPUT)
     except (StoreError, ValueError) as bad:
         BadInput("ilh certify", "E500", str(bad)).show()
         sys.exit(EXIT_BAD_INPUT)
-    emit(result, contract.certificate, markdown_path, as_json, err)
+    try:
+        with immediate_interrupts():
+            emit(result, contract.certificate, markdown_path, as_json, err)
+    except KeyboardInterrupt:
+        err.print("interrupted: each output is whole or was not written", markup=False)
+        sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_CERTIFIED if result.certified else EXIT_NOT_CERTIFIED)
 
 
@@ -288,13 +306,28 @@ def write_or_exit(path: Path, text: str, what: str, result: Certificate) -> None
     """Write an output the user asked for, or end with one message: the checks made before
     the certification cannot see a full disk or a file system that refuses writes."""
     try:
-        path.write_text(text, encoding="utf-8")
+        write_whole(path, text)
     except OSError as err:
         recorded = (
             f"; the certification is recorded as run {result.run_id}" if result.run_id else ""
         )
         BadInput(str(path), "E500", f"cannot write {what}: {err.strerror or err}{recorded}").show()
         sys.exit(EXIT_BAD_INPUT)
+
+
+def write_whole(path: Path, text: str) -> None:
+    """`text` to `path` through a temporary file renamed over it: an interruption or a
+    full disk leaves the old file or none, never the first half of a certificate. An
+    existing file keeps its mode, as writing over it kept it."""
+    temporary = path.with_name(f".{path.name}.ilh-tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        with suppress(FileNotFoundError):
+            os.chmod(temporary, path.stat().st_mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def emit(

@@ -35,7 +35,7 @@ from harness.cli.options import (
 )
 from harness.inputs.errors import InputError
 from harness.run.grade_job import grade_task
-from harness.run.progress import sandbox_line
+from harness.run.progress import NARROW, sandbox_line
 from harness.secrets import harness_secrets
 from harness.secrets.terminal import printable, shown
 from harness.telemetry.export import exporting
@@ -81,15 +81,26 @@ def show(
     claimed: bool,
     policy: SandboxPolicy,
 ) -> None:
-    table = Table(title="ilh grade", show_lines=False)
-    for column in ("criterion", "weight", "result", "via", "detail"):
-        table.add_column(column)
-    for o in report.audit.outcomes:
-        style = _RESULT_STYLE[o.result]
-        table.add_row(
-            escape(o.id), f"{o.weight:g}", f"[{style}]{o.result}[/]", o.via, shown(o.detail)
-        )
-    console.print(table)
+    if console.width < NARROW:
+        # Five columns in a narrow terminal are a letter wide each: one line a criterion.
+        console.print("ilh grade")
+        for o in report.audit.outcomes:
+            style = _RESULT_STYLE[o.result]
+            console.print(
+                f"criterion {escape(o.id)} (weight {o.weight:g}): [{style}]{o.result}[/] "
+                f"via {o.via}: {shown(o.detail)}",
+                soft_wrap=True,
+            )
+    else:
+        table = Table(title="ilh grade", show_lines=False)
+        for column in ("criterion", "weight", "result", "via", "detail"):
+            table.add_column(column)
+        for o in report.audit.outcomes:
+            style = _RESULT_STYLE[o.result]
+            table.add_row(
+                escape(o.id), f"{o.weight:g}", f"[{style}]{o.result}[/]", o.via, shown(o.detail)
+            )
+        console.print(table)
     failing_output(console, report)
     verified = report.verdict == "verified_complete"
     style = "bold green" if verified else "bold yellow"

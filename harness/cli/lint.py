@@ -42,12 +42,23 @@ def finding_row(name: str, f: Finding) -> dict[str, object]:
     }  # fmt: skip
 
 
+#: The most of one finding's message a person is shown: a message quotes what the text
+#: holds, and a value of 50 MB filled the terminal for one warning (`--json` keeps it).
+MAX_SHOWN = 300
+
+
+def brief(message: str) -> str:
+    if len(message) <= MAX_SHOWN:
+        return message
+    return f"{message[:MAX_SHOWN]}… ({len(message):,} characters; --json shows it whole)"
+
+
 def print_findings(console: Console, name: str, findings: list[Finding]) -> None:
     for f in findings:
         style = "bold red" if f.severity == "error" else "yellow"
         console.print(
             f"{shown(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
-            f"[dim]{ERROR_CODES[f.code][0]}:[/] {shown(f.message)}",
+            f"[dim]{ERROR_CODES[f.code][0]}:[/] {shown(brief(f.message))}",
             highlight=False,
         )
 

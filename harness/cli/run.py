@@ -165,6 +165,22 @@ def execute_many(
         )
 
 
+def refuse_task_file_as_run(task_files: tuple[Path, ...], resume: str | None) -> None:
+    """`--resume` takes the next word as its RUN, so `ilh run A.toml --resume B.toml`
+    gives it B.toml. Alone, `--resume B.toml` is B run with the flag; after other task
+    files, whether B alone or every task was meant is not for the harness to guess (the
+    runs would differ): the message says which command runs them all with it."""
+    if not task_files or resume in (None, RESUME_FLAG) or not Path(str(resume)).is_file():
+        return
+    files = " ".join(str(t) for t in task_files)
+    raise InputError(
+        "--resume",
+        "E303",
+        f"--resume took {resume} as the RUN to continue, and it is a task file: to run "
+        f"every task with --resume, put the flag last: `ilh run {files} {resume} --resume`",
+    )
+
+
 @click.command()
 @click.argument("task_files", nargs=-1, type=UserPath(path_type=Path, dir_okay=False))
 @click.option(
@@ -249,6 +265,7 @@ def run(
     options = ClientOptions(base_url=base_url, record=record_path)
     sandbox = sandbox_overrides(sandbox_mode, network)
     try:
+        refuse_task_file_as_run(task_files, resume)
         with immediate_interrupts(), exporting(otel):
             if len(task_files) > 1:
                 results = execute_many(

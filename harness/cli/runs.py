@@ -69,7 +69,7 @@ def runs() -> None:
 
 @runs.command("list")
 @STORE_OPTION
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON array of runs on stdout.")
 @click.option(
     "--verify",
     "full",
@@ -390,7 +390,21 @@ def read_certificate(path: Path) -> tuple[Certificate, str]:
         return Certificate.model_validate_json(text), text
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        where = ".".join(str(p) for p in first["loc"])
+        if first["type"] == "json_invalid":
+            # `ilh view README.md`: a file given where a run or a certificate goes.
+            raise BadInput(
+                str(path),
+                "E500",
+                f"neither a run nor an ilh certificate: it is a file, but not JSON "
+                f"({first['msg']})",
+            ) from None
+        if not where:
+            raise BadInput(
+                str(path),
+                "E500",
+                f"neither a run nor an ilh certificate: the file: {first['msg']}",
+            ) from None
         raise BadInput(
             str(path), "E500", f"not an ilh certificate: {where}: {first['msg']}"
         ) from None

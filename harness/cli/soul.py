@@ -33,7 +33,9 @@ def bad_input() -> Iterator[None]:
 
 
 def existing_soul(path: Path) -> Soul:
-    if not path.is_file():
+    # `exists`, not `is_file`: a named pipe or a device is there, and `load_soul` says
+    # what it is not; "no such SOUL file" sent the user looking for a typo.
+    if not path.exists():
         raise BadInput(str(path), "E500", "no such SOUL file")
     with bad_input():
         return load_soul(path)

@@ -94,6 +94,16 @@ _BULLET = r"(?:[-*+]|\d{1,9}[.)])"
 _LIST_MARK = re.compile(rf"{_BULLET}\s")
 _UNTRUSTED_OPEN = re.compile(r"::\s*UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
 _UNTRUSTED_CLOSE = re.compile(r"::\s*END_UNTRUSTED(?![A-Za-z0-9_])", re.IGNORECASE)
+# An echoed header's own delimiter: its block ends at the END line after that delimiter's
+# line, as the runtime's block did. A real payload never holds its delimiter's line, yet
+# it may hold an `::END_UNTRUSTED` line (an injected file): closing at that one made the
+# injection below it the agent's own writing.
+_DELIMITER_FIELD = re.compile(r"delimiter\s*:\s*([^\s|{}]+)", re.IGNORECASE)
+
+
+def _delimiter_of(header: str) -> str | None:
+    found = _DELIMITER_FIELD.search(header)
+    return found[1] if found is not None else None
 
 
 def _line_starts(marker: re.Pattern[str], folded: str) -> bool:
@@ -192,6 +202,7 @@ def _context_flags(folded_lines: list[str]) -> Iterator[tuple[bool, bool]]:
     """Per line: (inside a fenced code block, inside an echoed ::UNTRUSTED block)."""
     fence: str | None = None
     untrusted = False
+    awaited: str | None = None  # the open echo's delimiter, until its line is seen
     for line in folded_lines:
         match = _FENCE.match(line)
         in_fence = fence is not None or match is not None
@@ -204,8 +215,11 @@ def _context_flags(folded_lines: list[str]) -> Iterator[tuple[bool, bool]]:
         marked = ":" in line  # both markers start with `::`
         if marked and _line_starts(_UNTRUSTED_OPEN, line):
             untrusted = True
+            awaited = _delimiter_of(line)
+        elif awaited is not None and line.strip() == awaited:
+            awaited = None
         in_untrusted = untrusted
-        if marked and _line_starts(_UNTRUSTED_CLOSE, line):
+        if marked and awaited is None and _line_starts(_UNTRUSTED_CLOSE, line):
             untrusted = False
         yield in_fence, in_untrusted
 
@@ -376,8 +390,17 @@ def _quoting(lines: list[str]) -> list[str | None]:
         if depth:
             why[i] = BLOCKQUOTE
         elif ends and _REAL_UNTRUSTED.match(line):
-            while next_end < len(ends) and ends[next_end] <= i:
+            delimiter = _delimiter_of(line)
+            after = i
+            if delimiter is not None:
+                # Its END line is the first after its delimiter's line (`_delimiter_of`).
+                after = next((k for k in range(i + 1, n) if lines[k].strip() == delimiter), n)
+                if after == n:
+                    break  # never closed by its own rule: from here on, all is written
+            while next_end < len(ends) and ends[next_end] <= after:
                 next_end += 1
+            if next_end >= len(ends) and delimiter is not None:
+                break  # its delimiter's line, then no END: unclosed, as above
             if next_end < len(ends):  # closed: what it holds is quoted, not its markers
                 end = ends[next_end]
                 why[i + 1 : end] = [ECHOED] * (end - i - 1)

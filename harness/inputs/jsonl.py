@@ -15,15 +15,32 @@ from harness.inputs.errors import InputError, parse_json, read_utf8
 M = TypeVar("M", bound=BaseModel)
 
 
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string" if isinstance(value, str) else "an array"
+
+
 def line_model(model: type[M], line: str, path: Path, number: int) -> M:
     raw = parse_json(line, path, number)
     try:
         return model.model_validate(raw)
     except ValidationError as err:
         first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(line)"
         code = "E301" if first["type"].endswith("_type") else "E303"
-        raise InputError(path, code, f"{where}: {first['msg']}", number) from None
+        where = ".".join(str(p) for p in first["loc"])
+        message = f"{where}: {first['msg']}"
+        if first["type"] in ("model_type", "dict_type"):
+            # pydantic's words ("a valid dictionary or instance of ScriptedTurn") name a
+            # Python type and a class of the harness; the file is JSON.
+            kind = _json_kind(first["input"])
+            what = f"{where}:" if where else "the line"
+            message = f"{what} should be a JSON object, not {kind}"
+        raise InputError(path, code, message, number) from None
 
 
 def read_jsonl(path: Path, model: type[M], what: str) -> list[M]:

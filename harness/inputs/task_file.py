@@ -27,6 +27,8 @@ WEIGHT_TOLERANCE = 1e-9
 
 
 class Strict(BaseModel):
+    # Numbers are `strict=True` field by field: pydantic's lax mode took `limit = "6"` and
+    # `limit = true` (one round) for numbers; the text fields already refuse a number.
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
 
@@ -79,10 +81,10 @@ def reserves_within_limit(value: float, info: ValidationInfo) -> float:
 
 
 class CountBudget(Strict):
-    limit: int = Field(ge=0)
-    used: int = Field(default=0, ge=0)
-    reserve_audit: int = Field(default=0, ge=0)
-    reserve_summary: int = Field(default=0, ge=0)
+    limit: int = Field(ge=0, strict=True)
+    used: int = Field(default=0, ge=0, strict=True)
+    reserve_audit: int = Field(default=0, ge=0, strict=True)
+    reserve_summary: int = Field(default=0, ge=0, strict=True)
 
     _reserves_within_limit = field_validator(*_RESERVES)(reserves_within_limit)
 
@@ -112,7 +114,7 @@ class Criterion(Strict):
     runner's report; none: model-judged."""
 
     id: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
-    weight: float = Field(ge=0, le=1)
+    weight: float = Field(ge=0, le=1, strict=True)
     check: SingleLine
     run: str | None = Field(default=None, min_length=1)
     pytest: SingleLine | None = None
@@ -142,7 +144,7 @@ class Criterion(Strict):
 
 
 class RubricSection(Strict):
-    threshold: float = Field(ge=0, le=1)
+    threshold: float = Field(ge=0, le=1, strict=True)
     mode: Literal["weighted"] = "weighted"
     criteria: list[Criterion] = Field(min_length=1)
     #: Hidden checks: a folder beside task.toml, never copied into the workspace, seen
@@ -214,10 +216,10 @@ class SandboxSection(Strict):
     `--sandbox none`."""
 
     network: Literal["none", "host"] = "none"
-    processes: int | None = Field(default=None, ge=8, le=65536)
+    processes: int | None = Field(default=None, ge=8, le=65536, strict=True)
     file_size: Bytes | None = Field(default=None, ge=1024 * 1024, le=MAX_SANDBOX_BYTES)
-    open_files: int | None = Field(default=None, ge=32, le=1 << 20)
-    cpu_seconds: int | None = Field(default=None, ge=1, le=MAX_CPU_SECONDS)
+    open_files: int | None = Field(default=None, ge=32, le=1 << 20, strict=True)
+    cpu_seconds: int | None = Field(default=None, ge=1, le=MAX_CPU_SECONDS, strict=True)
     memory: Bytes | None = Field(default=None, ge=64 * 1024 * 1024, le=MAX_SANDBOX_BYTES)
     tmp_size: Bytes | None = Field(default=None, ge=1024 * 1024, le=MAX_SANDBOX_BYTES)
     disk: Bytes | None = Field(default=None, ge=16 * 1024 * 1024, le=MAX_SANDBOX_BYTES)

@@ -22,7 +22,8 @@ class ScriptedCall(BaseModel):
 
 
 class ScriptedUsage(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Strict: pydantic's lax mode charged `"5"` as 5 tokens and `true` as 1, silently.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     input_tokens: int = Field(ge=0)
     output_tokens: int = Field(ge=0)

@@ -65,10 +65,37 @@ def live_progress(console: Console) -> Progress:
     return show
 
 
+#: Below this width a table's value column is a few letters wide: rich folds each value
+#: into letter pairs (`sc|ri|pt`), or, at a column or two, drops them. Rows become lines.
+NARROW = 50
+
+
+class Rows:
+    """The summary's rows, rendered as a table where there is room for one, else one
+    `key: value` line each (words whole: the terminal wraps them)."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str]] = []
+
+    def add_row(self, key: str, value: str) -> None:
+        self.rows.append((key, value))
+
+    def print(self, console: Console, title: str) -> None:
+        if console.width < NARROW:
+            console.print(title, soft_wrap=True)
+            for key, value in self.rows:
+                console.print(f"[bold]{key}[/]: {value}", soft_wrap=True)
+            return
+        table = Table(title=title, show_header=False)
+        table.add_column(style="bold")
+        table.add_column(overflow="fold")  # a status line is read whole, never cut
+        for key, value in self.rows:
+            table.add_row(key, value)
+        console.print(table)
+
+
 def summary(console: Console, result: RunResult) -> None:
-    table = Table(title=f"run {result.run_id} · task {result.task_id}", show_header=False)
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")  # a status line is read whole, never cut
+    table = Rows()
     final = result.final
     table.add_row("ended by", result.ended_by)
     # In words, so a narrow terminal wraps between words; the exact status line follows
@@ -105,7 +132,7 @@ def summary(console: Console, result: RunResult) -> None:
     grader_rows(table, result)
     for note in result.notes:
         table.add_row("note", shown(note))
-    console.print(table)
+    table.print(console, escape(f"run {result.run_id} · task {result.task_id}"))
     if final is not None:
         console.print(Text(final.line), soft_wrap=True)
 
@@ -140,7 +167,7 @@ def budget_text(row: dict[str, object]) -> str:
     return text
 
 
-def grader_rows(table: Table, result: RunResult) -> None:
+def grader_rows(table: Rows, result: RunResult) -> None:
     """The grader's verdict and its token use as a share of the agent's."""
     grader = result.grader
     if grader is None:
