@@ -33,7 +33,18 @@ only when they stay inside it, dereferenced):
    ships under its test folders (`task_test_folders`: helpers such as
    `checks/helpers.py` included, the agent's additions there removed, and an agent
    module on the import path named like one of those helpers removed) and every root
-   module of literals only that a test imports (`data_modules`: `expected.py`). The
+   module of literals only that a test imports (`data_modules`: `expected.py`, or by a
+   name it computes: `import_module("exp" + "ected")`). The names a test reads are its
+   literals and the names it computes, followed through its variables, loops and
+   `parametrize` values (`harness.grading.names`: `base + ext`, `os.path.join(d, n)`,
+   `Path(d) / n` all resolve when their parts are literals). **Fail-closed rule**: when
+   a test, a helper or a hidden test reads, lists or imports by a name that cannot be
+   known before it runs (`os.listdir(here)`, a name read from `manifest.txt`,
+   `Path(d) / n` with `n` a parameter, `import_module(name)`, `pkgutil.get_data`,
+   `glob("*")`: `opaque_sources`), *every* data file of the template (`all_data`: not
+   source of any language, documentation, a test or a manifest) and every data-only
+   module (`every_data_module`) is the task's; an agent's edits to a data file survive
+   only in a task whose tests name what they read. The
    runner imports these Python files itself (`TreeChanges.trusted`). A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
    `[tool.coverage…]`, `[tool.tox]`) equal the template's, and so is a `package.json`
@@ -68,6 +79,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
+from harness.grading.names import scan
 
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
@@ -309,68 +321,16 @@ _MAX_TEST_SOURCE = 4 * 1024 * 1024
 
 
 def _literals(path: Path) -> set[str]:
-    """The string constants of a Python file (empty when it does not parse)."""
-    try:
-        if path.stat().st_size > _MAX_TEST_SOURCE:
-            return set()
-        tree = ast.parse(path.read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
-            found.add(node.value)
-        else:
-            pattern = _computed_name(node)
-            if pattern is not None and pattern.strip("*"):
-                found.add(pattern)
-    return found
-
-
-#: A `%` conversion or a `str.format` field: the part of a name computed at run time.
-_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*[0-9*]*(?:\.[0-9*]+)?[a-zA-Z%]")
-_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
-
-
-def _computed_name(node: ast.AST) -> str | None:
-    """A string the test builds at run time, as a pattern: its literal parts kept, each
-    computed part a `*` (`f"{name}.json"`, `name + ".json"`, `"%s.json" % name`,
-    `"{}.json".format(name)`, `path.with_suffix(".json")` are all `*.json`).
+    """The names a Python file may read: its string constants, and the patterns of the
+    names it computes (`harness.grading.names.scan`: `f"{name}.json"`, `name + ".json"`,
+    `"%s.json" % name`, `"{}.json".format(name)`, `path.with_suffix(".json")` are all
+    `*.json`; `base + ext` with `base = "expected"`, `ext = ".json"` is `expected.json`).
 
     Why: a test reading one data file per case (`for name in ("add", "neg")`) names no
     file by a literal, so the agent rewrote `add.json` to expect what its `add` returned
     and was verified. As a pattern, the files it may read are restored (more, never
     less: the pattern rule of `_data_named`)."""
-    if isinstance(node, ast.JoinedStr):
-        parts = [
-            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "*"
-            for v in node.values
-        ]
-        return "".join(parts) if len(parts) > 1 else None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _text_or_star(node.left), _text_or_star(node.right)
-        return None if left == right == "*" else left + right
-    if (
-        isinstance(node, ast.BinOp)
-        and isinstance(node.op, ast.Mod)
-        and isinstance(node.left, ast.Constant)
-        and isinstance(node.left.value, str)
-    ):
-        return _PERCENT_FIELD.sub("*", node.left.value)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        owner, method = node.func.value, node.func.attr
-        if method == "format" and isinstance(owner, ast.Constant) and isinstance(owner.value, str):
-            return _FORMAT_FIELD.sub("*", owner.value)
-        if method in ("with_suffix", "with_stem", "with_name") and node.args:
-            text = _text_or_star(node.args[0])
-            return {"with_suffix": "*" + text, "with_stem": text + ".*"}.get(method, text)
-    return None
-
-
-def _text_or_star(node: ast.AST) -> str:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return _computed_name(node) or "*"
+    return set(scan(path).names)
 
 
 def task_test_data(
@@ -384,7 +344,8 @@ def task_test_data(
     (relative to the root, or to the test file's folder), or that a pattern literal
     matches (`"cases_*.json"`), or that are named after a test file (`test_calc.json`
     beside `test_calc.py`); and those a test of the `hidden` checks folder names
-    (relative to the root, where it runs).
+    (relative to the root, where it runs). When one of those sources reads a name that
+    cannot be known (`opaque_sources`), every data file of the template (`all_data`).
 
     Why: a test that reads its expected values from a file (`cases.json` beside
     `test_calc.py`) passes for any code once the agent rewrote that file; an agent did
@@ -392,29 +353,74 @@ def task_test_data(
     The cost: a data file the task asks the agent to change, and its test reads by name,
     is graded as the template had it (the check fails: closed, not open)."""
     files = set(template_files)
-    # The task's other Python a test runs (`helpers`: its data modules, the helpers
-    # under its test folders) names data too (`CASES_FILE = "golden.json"` in a
-    # `settings.py` the test imports): an agent rewrote such a `golden.json` and was
-    # verified while only the test files' literals were read.
-    tests = [
-        (template / f, PurePosixPath(f).parent)
-        for f in sorted(files | set(helpers))
-        if f.endswith(".py") and (is_test_file(f) or f in set(helpers))
-    ]
+    tests = task_test_sources(template, files, helpers)
     return _data_named(files, tests) | (hidden_test_data(files, hidden) if hidden else set())
+
+
+def task_test_sources(
+    template: Path, template_files: Iterable[str], helpers: Iterable[str] = ()
+) -> list[tuple[Path, PurePosixPath]]:
+    """The task's Python a test run reads names from, each with the folder its names are
+    relative to: its test files, and its other Python a test runs (`helpers`: its data
+    modules, the helpers under its test folders). Such a helper names data too
+    (`CASES_FILE = "golden.json"` in a `settings.py` the test imports): an agent rewrote
+    such a `golden.json` and was verified while only the test files' literals were read."""
+    wanted = set(helpers)
+    return [
+        (template / f, PurePosixPath(f).parent)
+        for f in sorted(set(template_files) | wanted)
+        if f.endswith(".py") and (is_test_file(f) or f in wanted)
+    ]
+
+
+def hidden_test_sources(hidden: Path) -> list[tuple[Path, PurePosixPath]]:
+    """The hidden checks' Python, each relative to the root (where it runs)."""
+    return [(path, PurePosixPath(".")) for path in sorted(hidden.rglob("*.py"))]
 
 
 def hidden_test_data(template_files: Iterable[str], hidden: Path) -> set[str]:
     """The template's test data that a test of the `hidden` checks folder names (relative
     to the root, where it runs): see `task_test_data`."""
-    tests = [(path, PurePosixPath(".")) for path in sorted(hidden.rglob("*.py"))]
-    return _data_named(set(template_files), tests)
+    return _data_named(set(template_files), hidden_test_sources(hidden))
+
+
+def opaque_sources(tests: Iterable[tuple[Path, PurePosixPath]]) -> list[str]:
+    """Where the `tests` read a file or import a module by a name that cannot be known
+    before they run (`harness.grading.names`): `os.listdir(here)`, a name read from
+    another file, `Path(d) / n` with `n` a parameter, `import_module(name)`."""
+    return [f"{path.name}: {why}" for path, _ in tests for why in scan(path).opaque]
+
+
+#: Source code of other languages: never taken for test data by the fail-closed rule
+#: (`all_data`): a Python test running `node app.js` grades the agent's `app.js`.
+_CODE_SUFFIXES = (
+    ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".c", ".h", ".cc", ".cpp",
+    ".cxx", ".hpp", ".go", ".rs", ".java", ".kt", ".rb", ".pl", ".pm", ".php", ".sh", ".bash",
+    ".zsh", ".lua", ".swift", ".cs", ".scala", ".jl", ".hs", ".ml", ".ex", ".exs", ".clj",
+    ".r", ".R", ".html", ".css", ".vue", ".svelte",
+)  # fmt: skip
+
+
+def all_data(template_files: Iterable[str]) -> set[str]:
+    """Every file of the template that may be test data: not source (Python, another
+    language's), documentation, a test or a manifest (whose runner settings have their
+    own rule). What an opaque test (`opaque_sources`) may read: all of it is the task's."""
+    return {
+        f
+        for f in template_files
+        if not f.endswith(_SOURCE_SUFFIXES + _CODE_SUFFIXES)
+        and not is_test_file(f)
+        and PurePosixPath(f).name not in _MANIFESTS
+    }
 
 
 def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set[str]:
     """The `files` that are not Python source or tests and that a string literal of one
     of the `tests` (each with the folder its names are relative to, beside the root)
-    names, or that lie in a folder one names."""
+    names, or that lie in a folder one names; all of them when a test reads a name that
+    cannot be known (the fail-closed rule of attack4: `opaque_sources`)."""
+    if opaque_sources(tests):
+        return all_data(files)
     folders: dict[str, list[str]] = {}
     for rel in files:
         parts = PurePosixPath(rel).parts
@@ -648,6 +654,9 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
                 imported.add(node.module)
                 # `from data import expected`: the name may be a submodule.
                 imported.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+        # `importlib.import_module("exp" + "ected")`, `__import__(name)`: an import by a
+        # name the test computes from its literals is an import all the same.
+        imported |= scan(template / rel).imports
     found: set[str] = set()
     for dotted in imported:
         parts = dotted.split(".")
@@ -667,6 +676,22 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
                 if init in files and _only_data(template / init, empty_ok=True):
                     found.add(init)
             break
+    return found
+
+
+def every_data_module(template: Path, template_files: Iterable[str]) -> set[str]:
+    """Every module of the template that holds only data (`_only_data`), with the
+    packages it lies in when those are empty or data too: what a test importing by a
+    name that cannot be known may import."""
+    found: set[str] = set()
+    for rel in template_files:
+        if rel.endswith(".py") and not is_test_file(rel) and _only_data(template / rel):
+            found.add(rel)
+            parts = PurePosixPath(rel).parts
+            for up in range(1, len(parts) - 1):
+                init = "/".join(parts[:up]) + "/__init__.py"
+                if init in template_files and _only_data(template / init, empty_ok=True):
+                    found.add(init)
     return found
 
 
@@ -725,15 +750,21 @@ def _apply_template(
     data_py = data_modules(template, template_files)
     named = named | recipe_scripts(template) | data_py
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
-    data = task_test_data(
-        template,
-        template_files,
-        helpers=data_py
-        | {f for f in template_files if any(f.startswith(d + "/") for d in named_dirs)},
-    )
+    helper_files = data_py | {
+        f for f in template_files if any(f.startswith(d + "/") for d in named_dirs)
+    }
+    data = task_test_data(template, template_files, helpers=helper_files)
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
     quiet = hidden_test_data(template_files, hidden) - data if hidden else set()
+    # A test that reads or imports by a name that cannot be known (`opaque_sources`) may
+    # import any of the task's data modules too (`import_module(name)`): all of them are
+    # the task's, like all its data files (`task_test_data`).
+    if opaque_sources(task_test_sources(template, template_files, helper_files)):
+        data_py = data_py | every_data_module(template, template_files)
+        named = named | data_py
+    elif hidden is not None and opaque_sources(hidden_test_sources(hidden)):
+        quiet |= every_data_module(template, template_files) - data_py
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
     }
