@@ -6,11 +6,13 @@ the expected values are rewritten to expect 0, and the restored test passed."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path, PurePosixPath
 
 import pytest
 
 from harness.grading.tree import build_tree, opaque_sources, task_test_data
+from tests.certify_helpers import certified_clean, invoke, reseal
 from tests.test_redteam_grading import CALC_STUB, claim, never_complete, run, write_task, writes
 
 ZERO = "def add(a, b):\n    return 0\n"
@@ -274,3 +276,54 @@ def test_a_hidden_opaque_test_restores_every_data_file_quietly(tmp_path: Path) -
     changes = build_tree(work, template, tmp_path / "tree", (), hidden=hidden)
     assert (tmp_path / "tree" / "config.yaml").read_text() == "mode: slow\n"
     assert "config.yaml" not in changes.listing()  # never tells what hidden tests read
+
+
+# ------------------------------------------------------ certify --check: source content
+def test_a_granted_source_rewritten_after_certification_fails_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`certify --check` bound the granted sources by path alone: the project rewritten
+    after certification (its code, a file added, a file removed) still passed."""
+    folder, cert = certified_clean(tmp_path, monkeypatch)
+    identities = cert["reception_procedure"]["source_identities"]
+    assert set(identities) == {"project"} and identities["project"].startswith("sha256:")
+    assert invoke(folder, monkeypatch, "certify", "--check", "h.cert.json").exit_code == 0
+    # Caches a receiver's own runs leave (bytecode, git's index) are not the source.
+    (folder / "project" / "__pycache__").mkdir()
+    (folder / "project" / "__pycache__" / "fizz.cpython-311.pyc").write_bytes(b"\0")
+    assert invoke(folder, monkeypatch, "certify", "--check", "h.cert.json").exit_code == 0
+    fizz = folder / "project" / "fizz.py"
+    original = fizz.read_bytes()
+    for change in ("edit", "add", "remove", "mode"):
+        if change == "edit":
+            fizz.write_bytes(original + b"\n# rewritten\n")
+        elif change == "add":
+            (folder / "project" / "extra.txt").write_text("x")
+        elif change == "remove":
+            fizz.unlink()
+        else:
+            fizz.chmod(0o755)
+        checked = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json", "--json")
+        assert checked.exit_code == 1, (change, checked.output)
+        assert any(
+            "source project changed after certification" in p
+            for p in json.loads(checked.stdout)["problems"]
+        )
+        (folder / "project" / "extra.txt").unlink(missing_ok=True)
+        fizz.write_bytes(original)
+        fizz.chmod(0o644)
+    assert invoke(folder, monkeypatch, "certify", "--check", "h.cert.json").exit_code == 0
+
+
+def test_a_certificate_without_source_identities_fails_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issued before sources were bound by content (sealed, authentic): nothing shows its
+    sources are the certified ones, so the check fails and says to certify again."""
+    folder, cert = certified_clean(tmp_path, monkeypatch)
+    del cert["reception_procedure"]["source_identities"]
+    (folder / "old.cert.json").write_text(json.dumps(reseal(cert)))
+    checked = invoke(folder, monkeypatch, "certify", "--check", "old.cert.json", "--json")
+    assert checked.exit_code == 1
+    problems = json.loads(checked.stdout)["problems"]
+    assert any("binds its granted sources by path only" in p for p in problems), problems

@@ -19,6 +19,7 @@ from harness.certify.certificate import Certificate, sha256_digest
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
 from harness.certify.seal import seal_problem
+from harness.certify.sources import source_identity
 from harness.certify.target import read_record, read_target
 from harness.inputs.errors import InputError, parse_json
 from harness.record.keys import RecordKeyError
@@ -118,6 +119,7 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     missing = [str(s) for s in sources if not s.exists()]
     for source in missing:
         report.problems.append(f"a granted source is gone: {source}")
+    _check_identities(cert, folder, report)
     reach = Reach(
         sources=[s for s in sources if s.exists()],
         cwd=folder,
@@ -144,6 +146,37 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
         else:
             report.checked.append(f"{ref.locator}: {got.why}")
     return report
+
+
+def _check_identities(cert: Certificate, folder: Path, report: CheckReport) -> None:
+    """Each granted source must be the content certified (`harness.certify.sources`): a
+    path that still exists is not enough, its files may have been rewritten since."""
+    procedure = cert.reception_procedure
+    identities = procedure.source_identities
+    if identities is None:
+        if procedure.granted_sources:
+            report.problems.append(
+                "the certificate binds its granted sources by path only (issued before "
+                "sources were bound by content): nothing shows they are the certified ones; "
+                "certify the record again"
+            )
+        return
+    for ref in procedure.granted_sources:
+        path = folder / ref.locator
+        certified = identities.get(ref.locator)
+        if certified is None:
+            report.problems.append(f"the granted source {ref.locator} has no certified identity")
+            continue
+        current = source_identity(path)
+        if current is None:
+            continue  # reported as gone above
+        if current != certified:
+            report.problems.append(
+                f"the granted source {ref.locator} changed after certification: it is "
+                f"{current}, the certificate is for {certified}; certify the record again"
+            )
+        else:
+            report.checked.append(f"granted source {ref.locator} identity {current}")
 
 
 #: What a TOML string adds or drops around a record: blank lines, never other characters.
