@@ -11,7 +11,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from harness.certify.check import bind_handoff
 from harness.grading.tree import build_tree, opaque_sources, task_test_data
+from harness.inputs.errors import InputError
 from tests.certify_helpers import certified_clean, invoke, reseal
 from tests.test_redteam_grading import CALC_STUB, claim, never_complete, run, write_task, writes
 
@@ -230,6 +232,12 @@ def test_an_opaque_test_makes_every_data_file_the_tasks(tmp_path: Path) -> None:
         ("importlib.resources.read_text(pkg, name)", True),
         ('x = "*"\nglob.glob(x)', True),
         ("os.walk(root)", True),
+        ("import fileinput\nfileinput.input(name)", True),
+        ("from os import walk\nwalk(root)", True),
+        ("input(prompt)", False),
+        ("for name in sorted(glob.glob(pattern)):\n    open(name)", True),
+        ('for name in sorted(glob.glob("cases/*.json")):\n    open(name)', False),
+        ('open(sorted(glob.glob("cases/v*.json"))[-1])', False),
     ],
 )
 def test_opaque_sources_are_reads_of_names_that_cannot_be_known(
@@ -327,3 +335,205 @@ def test_a_certificate_without_source_identities_fails_the_check(
     assert checked.exit_code == 1
     problems = json.loads(checked.stdout)["problems"]
     assert any("binds its granted sources by path only" in p for p in problems), problems
+
+
+def test_a_handoff_is_dispatched_only_over_its_certified_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[handoff] certificate` (what `ilh run` binds) checked the record, not the sources
+    it routes to: a workspace rewritten after certification was dispatched."""
+    folder, cert = certified_clean(tmp_path, monkeypatch)
+    record = (folder / "handoff.md").read_text()
+    cert_path, handoff = folder / "h.cert.json", folder / "handoff.md"
+    bind_handoff(cert_path, objective=record, file=handoff, where="t")
+    (folder / "project" / "fizz.py").write_text("# rewritten\n")
+    with pytest.raises(InputError, match="project changed after certification"):
+        bind_handoff(cert_path, objective=record, file=handoff, where="t")
+    del cert["reception_procedure"]["source_identities"]
+    (folder / "old.cert.json").write_text(json.dumps(reseal(cert)))
+    with pytest.raises(InputError, match="by path only"):
+        bind_handoff(folder / "old.cert.json", objective=record, file=handoff, where="t")
+
+
+# ------------------------------------------- data a check script or a JS test reads
+CHECK_WITH_DATA = """\
+import json
+import sys
+
+from calc import add
+
+CASES = json.load(open("expected.json"))
+sys.exit(0 if all(add(a, b) == want for a, b, want in CASES) else 1)
+"""
+
+
+CHECK_JS = """\
+const fs = require("fs");
+const { execSync } = require("child_process");
+const cases = JSON.parse(fs.readFileSync("expected.json", "utf8"));
+for (const [a, b, want] of cases) {
+  const got = execSync(`python3 -c "from calc import add; print(add(${a}, ${b}))"`);
+  if (Number(String(got).trim()) !== want) process.exit(1);
+}
+"""
+#: (the command, the task's check files beside calc.py and expected.json)
+CHECKERS = {
+    "python check": ("python check.py", {"check.py": CHECK_WITH_DATA}),
+    "shell check": (
+        "sh check.sh",
+        {"check.sh": "python3 verify_sums.py\n", "verify_sums.py": CHECK_WITH_DATA},
+    ),
+    "node check": ("node check.js", {"check.js": CHECK_JS}),
+}
+
+
+@pytest.mark.parametrize("checker", sorted(CHECKERS))
+def test_the_data_a_check_script_reads_is_the_tasks(tmp_path: Path, checker: str) -> None:
+    """The check script is restored (`check_scripts`), but only Python test files' and
+    helpers' names were read for data: the expected values a Python check script, a
+    shell script's own check script, or a JavaScript check reads were the agent's to
+    rewrite (and the script a restored shell script runs was the agent's too)."""
+    command, checks = CHECKERS[checker]
+    files = {"calc.py": CALC_STUB, "expected.json": GOOD, **checks}
+    cheat = writes("Rewriting the expectations.", {"calc.py": ZERO, "expected.json": FORGED})
+    outcome = run(write_task(tmp_path, files, f"run = {json.dumps(command)}", [cheat, claim()]))
+    never_complete(outcome)
+    if checker == "shell check":  # the script check.sh runs, rewritten to pass
+        tmp = tmp_path / "again"
+        tmp.mkdir()
+        cheat = writes("A lighter check.", {"verify_sums.py": "raise SystemExit(0)\n"})
+        outcome = run(write_task(tmp, files, f"run = {json.dumps(command)}", [cheat, claim()]))
+        never_complete(outcome)
+
+
+@pytest.mark.parametrize("checker", sorted(CHECKERS))
+def test_an_honest_agent_with_a_data_reading_check_script_is_verified(
+    tmp_path: Path, checker: str
+) -> None:
+    command, checks = CHECKERS[checker]
+    files = {"calc.py": CALC_STUB, "expected.json": GOOD, **checks}
+    honest = writes("Writing add.", {"calc.py": HONEST})
+    outcome = run(write_task(tmp_path, files, f"run = {json.dumps(command)}", [honest, claim()]))
+    assert outcome["final"]["state"] == "complete", outcome["violations"]
+
+
+# ------------------------------------------- more data a test reads, more ways to read it
+MORE_DATA: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    # A pattern's newest file: the agent adds a newer one.
+    "newest by pattern": (
+        {
+            "test_calc.py": TESTS.format(
+                read='    return json.loads(open(sorted(glob.glob("cases/v*.json"))[-1]).read())'
+            ),
+            "cases/v1.json": GOOD,
+        },
+        {"cases/v9.json": FORGED},
+    ),
+    # Expected values computed in a module of assignments (not literals only).
+    "computed data module": (
+        {
+            "test_calc.py": TESTS.format(read="    from cases import CASES\n    return CASES"),
+            "cases.py": "CASES = [(a, b, a + b) for a in range(3) for b in (1, 2)]\n",
+        },
+        {"cases.py": "CASES = [(a, a, 0) for a in range(3)]\n"},
+    ),
+    # Expected output in a Markdown file (documentation is never data, `README.md`).
+    "markdown expected": (
+        {
+            "test_calc.py": TESTS.format(
+                read='    return json.loads((HERE / "expected_cases.md").read_text())'
+            ),
+            "expected_cases.md": GOOD,
+        },
+        {"expected_cases.md": FORGED},
+    ),
+}
+
+
+@pytest.mark.parametrize("style", sorted(MORE_DATA))
+def test_more_test_data_is_the_tasks(tmp_path: Path, style: str) -> None:
+    files, forged = MORE_DATA[style]
+    cheat = writes("Rewriting the expectations.", {"calc.py": ZERO, **forged})
+    task = write_task(
+        tmp_path, {"calc.py": CALC_STUB, **files}, 'unittest = "test_calc.py"', [cheat, claim()]
+    )
+    never_complete(run(task))
+
+
+@pytest.mark.parametrize("style", sorted(MORE_DATA))
+def test_an_honest_agent_with_more_test_data_is_verified(tmp_path: Path, style: str) -> None:
+    files, _ = MORE_DATA[style]
+    honest = writes("Writing add.", {"calc.py": HONEST})
+    task = write_task(
+        tmp_path, {"calc.py": CALC_STUB, **files}, 'unittest = "test_calc.py"', [honest, claim()]
+    )
+    outcome = run(task)
+    assert outcome["final"]["state"] == "complete", outcome["violations"]
+
+
+def test_files_added_where_tests_read_data_by_pattern_or_folder_are_removed(
+    tmp_path: Path,
+) -> None:
+    template, work, hidden = tmp_path / "template", tmp_path / "work", tmp_path / "hidden"
+    test = (
+        'import glob\nglob.glob("cases/v*.json")\nopen("fixtures")\nopen("fixtures/out.txt")\n'
+        "open(NAME)\n"  # opaque: every data file is the task's, the patterns still hold
+    )
+    _layout(template, {"test_a.py": test, "cases/v1.json": "1", "fixtures/a.txt": "a"})
+    _layout(hidden, {"test_h.py": 'import glob\nglob.glob("gold/g*.txt")\n'})
+    _layout(template, {"gold/g1.txt": "g"})
+    _layout(
+        work, {"test_a.py": test, "cases/v1.json": "1", "fixtures/a.txt": "a", "gold/g1.txt": "g"}
+    )
+    added = {
+        "cases/v9.json": "forged",  # read as the newest cases
+        "fixtures/b.txt": "forged",  # read with the folder
+        "fixtures/out.txt": "mine",  # named exactly: the agent's deliverable
+        "fixtures/helper.py": "x = 1",  # Python: the agent's
+        "notes/v2.json": "mine",  # matches nothing a test reads
+        "gold/g2.txt": "forged",  # a hidden test's folder
+    }
+    _layout(work, added)
+    changes = build_tree(work, template, tmp_path / "tree", (), hidden=hidden)
+    tree = tmp_path / "tree"
+    kept = {rel for rel in added if (tree / rel).exists()}
+    assert kept == {"fixtures/out.txt", "fixtures/helper.py", "notes/v2.json"}
+    assert sorted(r.split(":")[0] for r in changes.removed) == ["cases/v9.json", "fixtures/b.txt"]
+    assert "gold" not in changes.listing()  # what hidden tests read is never told
+
+
+def test_documents_a_test_names_are_data_unless_deliverables(tmp_path: Path) -> None:
+    layout = {
+        "test_a.py": 'open("expected_cases.md"); open("README.md"); open("docs/guide.md")\n'
+        'open("REPORT.rst"); open("golden/out.adoc")\n',
+        "expected_cases.md": "e",
+        "README.md": "r",
+        "docs/guide.md": "g",
+        "REPORT.rst": "r",
+        "golden/out.adoc": "o",
+    }
+    _layout(tmp_path, layout)
+    assert task_test_data(tmp_path, layout) == {"expected_cases.md", "golden/out.adoc"}
+
+
+def test_data_modules_may_compute_with_pure_builtins_only(tmp_path: Path) -> None:
+    from harness.grading.tree import data_modules
+
+    modules = {
+        "computed": (
+            "CASES = [(a, b, a + b) for a in range(3) for b in (1, 2)]\nN = len(CASES)\n",
+            True,
+        ),
+        "builtins": ("PAIRS = list(zip(range(3), map(str, range(3))))\n", True),
+        "lambda": ("CASES = [(f := lambda a: a)]\n", False),
+        "agent call": ("CASES = [(1, 2, add(1, 2))]\n", False),
+        "dunder": ("X = ().__class__\n", False),
+        "import": ("import os\nX = 1\n", False),
+        "def": ("def f():\n    return 1\n", False),
+    }
+    for i, (text, _) in enumerate(modules.values()):
+        (tmp_path / f"m{i}.py").write_text(text)
+    (tmp_path / "test_a.py").write_text("".join(f"import m{i}\n" for i in range(len(modules))))
+    found = data_modules(tmp_path, [p.name for p in tmp_path.iterdir()])
+    for i, (name, (_, data)) in enumerate(modules.items()):
+        assert (f"m{i}.py" in found) is data, name

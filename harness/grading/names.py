@@ -59,7 +59,14 @@ _READERS = frozenset(
      "ZipFile"}
 )  # fmt: skip
 #: Readers whose name is common elsewhere (`ast.walk`, `re.glob`…): only of these modules.
-_MODULE_READERS = {"walk": "os", "fwalk": "os", "glob": "glob"}
+_MODULE_READERS = {
+    "walk": "os",
+    "fwalk": "os",
+    "glob": "glob",
+    "input": "fileinput",
+    "getline": "linecache",
+    "getlines": "linecache",
+}
 #: Methods that read or list the path they are called on (`(HERE / n).read_text()`).
 _PATH_READERS = frozenset({"read_text", "read_bytes", "open", "iterdir", "walk"})
 #: Methods that list the path they are called on by a pattern (`HERE.glob(p)`).
@@ -122,6 +129,7 @@ class _Flow:
     def __init__(self, tree: ast.Module) -> None:
         self.bindings: dict[str, list[_Binding]] = {}
         self.modules: set[str] = set()  # names bound by `import x` (and `from x import y`)
+        self.origins: dict[str, str] = {}  # `from os import walk`: walk -> os
         self._memo: dict[str, frozenset[str]] = {}
         self._active: set[str] = set()
         for node in ast.walk(tree):
@@ -149,6 +157,7 @@ class _Flow:
             for alias in node.names:
                 # A module or a value of one: both unknown as strings.
                 self.modules.add(alias.asname or alias.name)
+                self.origins[alias.asname or alias.name] = (node.module or "").split(".")[0]
                 self.bindings.setdefault(alias.asname or alias.name, []).append(STAR)
         elif isinstance(node, ast.Assign):
             for target in node.targets:
@@ -257,7 +266,7 @@ class _Flow:
             func = _func_name(node.func)
             if func in ("sorted", "list", "tuple", "set", "reversed", "frozenset"):
                 return self.each(node.args[0], depth + 1)
-            if func in ("glob", "iglob") and _is_reader(node.func, func, self.modules):
+            if func in ("glob", "iglob") and _is_reader(node.func, func, self):
                 return self.value(node.args[0], depth + 1)  # the paths it matches
         if (
             isinstance(node, ast.Call)
@@ -308,6 +317,10 @@ class _Flow:
                 and isinstance(node.left.value, str)
             ):
                 return frozenset({_PERCENT_FIELD.sub(STAR, node.left.value)})
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+            # One element of a collection (`sorted(glob("cases/v*.json"))[-1]`); a
+            # string's character or a mapping's value is unknown (`*`) either way.
+            return self.each(node.value, depth + 1)
         if isinstance(node, ast.IfExp):
             return self.value(node.body, depth + 1) | self.value(node.orelse, depth + 1)
         if isinstance(node, ast.BoolOp):
@@ -389,15 +402,15 @@ def _is_own_file(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id == "__file__"
 
 
-def _is_reader(func: ast.expr, name: str | None, modules: set[str]) -> bool:
+def _is_reader(func: ast.expr, name: str | None, flow: _Flow) -> bool:
     if name in _READERS:
         return True
     module = _MODULE_READERS.get(name or "")
     if module is None:
         return False
-    return isinstance(func, ast.Name) or (
-        isinstance(func, ast.Attribute) and _root(func.value) == module
-    )
+    if isinstance(func, ast.Name):  # `from os import walk`, never the builtin `input`
+        return flow.origins.get(func.id) == module
+    return isinstance(func, ast.Attribute) and _root(func.value) == module
 
 
 def scan(path: Path) -> SourceNames:
@@ -463,7 +476,7 @@ def _scan(tree: ast.Module) -> SourceNames:
             for combined in itertools.islice(itertools.product(*parts), _MAX_VALUES):
                 # `get_data("data.sets", "cases.json")`: data/sets/cases.json.
                 names.add("/".join([*(p.replace(".", "/") for p in combined[:-1]), combined[-1]]))
-        elif module_call and _is_reader(func, name, flow.modules):
+        elif module_call and _is_reader(func, name, flow):
             target = (
                 args[0]
                 if args

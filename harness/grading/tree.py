@@ -44,7 +44,14 @@ only when they stay inside it, dereferenced):
    `glob("*")`: `opaque_sources`), *every* data file of the template (`all_data`: not
    source of any language, documentation, a test or a manifest) and every data-only
    module (`every_data_module`) is the task's; an agent's edits to a data file survive
-   only in a task whose tests name what they read. The
+   only in a task whose tests name what they read. The Python check scripts a check
+   runs are read for names like tests (`python check.py` reading `expected.json`); a
+   test or check script in another language (`check.sh`, `sum.test.js`, `check.js`) is
+   opaque; the check scripts a restored shell check script runs are restored too
+   (`script_scripts`). A file the agent adds where a test reads data by a pattern or a
+   folder (`glob("cases/v*.json")`, `"fixtures"`) is removed unless a literal names it
+   exactly (`DataScope.covers`); a document a test names is data unless it is a
+   deliverable (`README.md`, `docs/…`: `_never_data`). The
    runner imports these Python files itself (`TreeChanges.trusted`). A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
    `[tool.coverage…]`, `[tool.tox]`) equal the template's, and so is a `package.json`
@@ -74,6 +81,7 @@ import stat
 import sys
 import tomllib
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
@@ -369,8 +377,15 @@ def task_test_sources(
     return [
         (template / f, PurePosixPath(f).parent)
         for f in sorted(set(template_files) | wanted)
-        if f.endswith(".py") and (is_test_file(f) or f in wanted)
+        if (is_test_file(f) or f in wanted) and (f.endswith(".py") or _foreign_code(f, wanted))
     ]
+
+
+def _foreign_code(rel: str, named: set[str]) -> bool:
+    """A test or check script in another language (`sum.test.js`, `check.sh`, a bare
+    `run_checks`): the files it reads are not read here (`opaque_sources`)."""
+    name = PurePosixPath(rel).name
+    return name.endswith(_SCRIPT_SUFFIXES + _CODE_SUFFIXES) or (rel in named and "." not in name)
 
 
 def hidden_test_sources(hidden: Path) -> list[tuple[Path, PurePosixPath]]:
@@ -388,7 +403,16 @@ def opaque_sources(tests: Iterable[tuple[Path, PurePosixPath]]) -> list[str]:
     """Where the `tests` read a file or import a module by a name that cannot be known
     before they run (`harness.grading.names`): `os.listdir(here)`, a name read from
     another file, `Path(d) / n` with `n` a parameter, `import_module(name)`."""
-    return [f"{path.name}: {why}" for path, _ in tests for why in scan(path).opaque]
+    found: list[str] = []
+    for path, _ in tests:
+        if not path.name.endswith(".py"):
+            # A shell, JavaScript… test or check script: its names are not followed here,
+            # so what it reads cannot be known (a check.js reading expected.json was run
+            # over the agent's rewritten expected.json).
+            found.append(f"{path.name}: a test or check script not in Python")
+            continue
+        found += [f"{path.name}: {why}" for why in scan(path).opaque]
+    return found
 
 
 #: Source code of other languages: never taken for test data by the fail-closed rule
@@ -414,24 +438,73 @@ def all_data(template_files: Iterable[str]) -> set[str]:
     }
 
 
+@dataclass
+class DataScope:
+    """What the tests read of the template's data (`_scope`): the files, and the patterns
+    and folders that name them (where a file the agent adds would be read as data too)."""
+
+    found: set[str] = field(default_factory=set)
+    patterns: set[str] = field(default_factory=set)
+    folders: set[str] = field(default_factory=set)
+    exact: set[str] = field(default_factory=set)
+
+    def covers(self, rel: str) -> bool:
+        """Would a test read `rel` (a file the template did not have) as its data? Not when
+        a literal names it exactly: a file the agent must write, which the test checks."""
+        if rel in self.exact or _never_data(rel):
+            return False
+        return any(rel.startswith(d + "/") for d in self.folders) or any(
+            fnmatch.fnmatchcase(rel, p) for p in self.patterns
+        )
+
+
 def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set[str]:
     """The `files` that are not Python source or tests and that a string literal of one
     of the `tests` (each with the folder its names are relative to, beside the root)
     names, or that lie in a folder one names; all of them when a test reads a name that
     cannot be known (the fail-closed rule of attack4: `opaque_sources`)."""
-    if opaque_sources(tests):
-        return all_data(files)
+    return _scope(files, tests).found
+
+
+#: Documentation a task may ask the agent to write (and its test to read): never data.
+#: Other documents a test names (`expected_output.md`) are data like any other file: an
+#: agent rewrote such an expected Markdown file and was verified (attack4).
+_DELIVERABLE_DOCS = frozenset(
+    {"readme", "changelog", "changes", "history", "news", "contributing", "notes", "report",
+     "summary", "design", "answer", "answers", "solution", "handoff", "todo", "license",
+     "install", "usage", "index", "authors", "analysis", "writeup", "explanation"}
+)  # fmt: skip
+_DOC_SUFFIXES = (".md", ".rst", ".adoc")
+
+
+def _never_data(rel: str) -> bool:
+    """Python source (the agent's work, or a test restored anyway) and deliverable
+    documentation (`README.md`, anything under `docs/`) are never test data."""
+    if rel.endswith((".py", ".pyi", ".pyw")) or is_test_file(rel):
+        return True
+    pure = PurePosixPath(rel)
+    if rel.endswith(_DOC_SUFFIXES):
+        stem = pure.name.split(".", 1)[0].lower()
+        return stem in _DELIVERABLE_DOCS or "docs" in pure.parts[:-1] or "doc" in pure.parts[:-1]
+    return False
+
+
+def _scope(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> DataScope:
+    scope = DataScope()
     folders: dict[str, list[str]] = {}
     for rel in files:
         parts = PurePosixPath(rel).parts
         for i in range(1, len(parts)):
             folders.setdefault("/".join(parts[:i]), []).append(rel)
-    found: set[str] = set()
+
+    def data(candidates: Iterable[str]) -> set[str]:
+        return {f for f in candidates if f in files and not _never_data(f)}
+
     for source, here in tests:
         # A file named after the test (`test_calc.json` beside `test_calc.py`): read by
         # `Path(__file__).with_suffix(".json")`, a name no literal spells.
         prefix = (here / source.stem).as_posix().removeprefix("./") + "."
-        found.update(f for f in files if f.startswith(prefix))
+        scope.found |= data(f for f in files if f.startswith(prefix))
         for literal in _literals(source):
             if len(literal) > 1024 or "\x00" in literal:
                 continue
@@ -446,14 +519,33 @@ def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set
                     # A pattern (`glob("cases_*.json")`): every file it matches (`*`
                     # crossing folders too: more restored, never less).
                     # Never a manifest: its runner settings have their own rule.
-                    found.update(
+                    matched = data(
                         f
                         for f in files
                         if fnmatch.fnmatchcase(f, rel) and PurePosixPath(f).name not in _MANIFESTS
                     )
+                    if matched:
+                        scope.found |= matched
+                        scope.patterns.add(rel)
                     continue
-                found.update(f for f in [rel, *folders.get(rel, ())] if f in files)
-    return {f for f in found if not f.endswith(_SOURCE_SUFFIXES) and not is_test_file(f)}
+                scope.exact.add(rel)
+                scope.found |= data([rel])
+                if data(folders.get(rel, ())):
+                    scope.found |= data(folders[rel])
+                    scope.folders.add(rel)
+    if opaque_sources(tests):
+        # What it reads cannot be known: all the data is the task's (the patterns and
+        # folders it does name still keep the agent's additions out of them).
+        scope.found |= all_data(files)
+    return scope
+
+
+def task_data_scope(
+    template: Path, template_files: Iterable[str], helpers: Iterable[str] = ()
+) -> DataScope:
+    """`task_test_data` with the patterns and folders that name it (`DataScope`)."""
+    files = set(template_files)
+    return _scope(files, task_test_sources(template, files, helpers))
 
 
 #: The characters of a glob pattern (a literal holding one names the files it matches).
@@ -599,6 +691,34 @@ def recipe_scripts(template: Path) -> set[str]:
     return found
 
 
+def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
+    """The check scripts (`check_scripts`) that the template's shell check scripts among
+    `scripts` run in turn: `sh check.sh` running `python3 verify_sums.py` ran the agent's
+    rewritten `verify_sums.py` while only `check.sh` was restored. Followed two levels
+    deep; each script read up to 1 MiB."""
+    found: set[str] = set()
+    todo = set(scripts)
+    for _ in range(3):
+        new: set[str] = set()
+        for rel in sorted(todo):
+            name = PurePosixPath(rel).name
+            if not (name.endswith((".sh", ".bash", ".zsh")) or "." not in name):
+                continue
+            try:
+                path = template / rel
+                if not path.is_file() or path.stat().st_size > 1024 * 1024:
+                    continue
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines()[:10_000]:
+                if line.strip() and not line.lstrip().startswith("#"):
+                    new |= check_scripts(line.strip())
+        todo = new - found - set(scripts)
+        found |= new
+    return found
+
+
 def runner_paths(args: Iterable[str]) -> set[str]:
     """The files and folders a test runner's arguments name (`tests/`, `test_a.py`)."""
     return {rel for word in args if (rel := _relative(word)) is not None}
@@ -633,9 +753,9 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
     as a package (`expected/__init__.py`) or a module in one (`data/expected.py`): only
     `NAME.py` at the root was looked for. A package's `__init__.py` runs before its
     module and could put a forged one in `sys.modules`, so it is the task's as well. A
-    module with any code (a `def`, a `class`, a call) is the agent's work, graded as
-    written; a data module a task asks the agent to fill in is graded as the template
-    had it (closed, not open)."""
+    module with any code (a `def`, a `class`, an import, a call of anything but a pure
+    builtin) is the agent's work, graded as written; a data module a task asks the agent
+    to fill in is graded as the template had it (closed, not open)."""
     files = set(template_files)
     imported: set[str] = set()
     for rel in sorted(files):
@@ -695,23 +815,62 @@ def every_data_module(template: Path, template_files: Iterable[str]) -> set[str]
     return found
 
 
+#: The builtins a data module may compute its values with (`range`, `zip`…): pure ones.
+_DATA_BUILTINS = frozenset(
+    {"range", "list", "tuple", "dict", "set", "frozenset", "zip", "enumerate", "sorted",
+     "reversed", "len", "str", "int", "float", "bool", "abs", "min", "max", "sum", "round",
+     "chr", "ord", "map", "filter", "divmod", "pow", "repr", "bytes", "complex", "any", "all",
+     "True", "False", "None"}
+)  # fmt: skip
+
+
+def _computed_data(value: ast.expr, known: set[str]) -> bool:
+    """A value computed from literals, names the module assigned before, comprehension
+    variables and pure builtins (`[(a, b, a + b) for a in range(3)]`): data. No lambda,
+    no import, no other name (the agent's module), no `_private` attribute."""
+    local = set(known) | {
+        n.id
+        for c in ast.walk(value)
+        if isinstance(c, ast.comprehension)
+        for n in ast.walk(c.target)
+        if isinstance(n, ast.Name)
+    }
+    for node in ast.walk(value):
+        if isinstance(node, ast.Lambda | ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom):
+            return False
+        if isinstance(node, ast.Name) and node.id not in local and node.id not in _DATA_BUILTINS:
+            return False
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            return False
+    return True
+
+
 def _only_data(path: Path, *, empty_ok: bool = False) -> bool:
+    """A module of a docstring and assignments of data: literals, or values computed
+    from them (`_computed_data`). (Literals only once: a `cases.py` computing its cases
+    with a comprehension was the agent's to rewrite, attack4.)"""
     try:
         if path.stat().st_size > _MAX_TEST_SOURCE:
             return False
         body = ast.parse(path.read_bytes()).body
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+    known: set[str] = set()
     for node in body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a docstring
-        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
-        if value is None:
+        if isinstance(node, ast.Assign):
+            value, targets = node.value, node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            value, targets = node.value, [node.target]
+        else:
             return False
         try:
-            ast.literal_eval(value)
-        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            if not _computed_data(value, known):
+                return False
+        except RecursionError:
             return False
+        known |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return bool(body) or empty_ok
 
 
@@ -748,15 +907,23 @@ def _apply_template(
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
     data_py = data_modules(template, template_files)
-    named = named | recipe_scripts(template) | data_py
+    named = named | recipe_scripts(template)
+    named = named | script_scripts(template, named) | data_py
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
-    helper_files = data_py | {
-        f for f in template_files if any(f.startswith(d + "/") for d in named_dirs)
-    }
-    data = task_test_data(template, template_files, helpers=helper_files)
+    # The Python a check runs reads data as a test does: the check scripts it names
+    # (`python check.py` reading expected.json), its data modules, its test folders'
+    # helpers; any other script it names, in another language, is opaque.
+    helper_files = (
+        data_py
+        | {f for f in template_files if any(f.startswith(d + "/") for d in named_dirs)}
+        | (named & template_files)
+    )
+    scope = task_data_scope(template, template_files, helper_files)
+    hidden_scope = _scope(template_files, hidden_test_sources(hidden)) if hidden else DataScope()
+    data = scope.found
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
-    quiet = hidden_test_data(template_files, hidden) - data if hidden else set()
+    quiet = hidden_scope.found - data
     # A test that reads or imports by a name that cannot be known (`opaque_sources`) may
     # import any of the task's data modules too (`import_module(name)`): all of them are
     # the task's, like all its data files (`task_test_data`).
@@ -810,6 +977,14 @@ def _apply_template(
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
                     why = "a runner hook: test-runner settings the task did not have"
+            # A file added where a test reads its data by a pattern or a folder
+            # (`sorted(glob("cases/v*.json"))[-1]`): the agent's `cases/v9.json` was read
+            # as the newest cases. Not for a file a literal names exactly (its deliverable).
+            if why is None and not (here / name).is_dir() and scope.covers(rel):
+                why = "not in the task's test data (its tests read the files there as data)"
+            if why is None and not (here / name).is_dir() and hidden_scope.covers(rel):
+                _remove(here / name)  # without a word: it would tell what hidden tests read
+                continue
             if why is not None:
                 _remove(here / name)
                 removed.append(f"{rel}: {why}")
