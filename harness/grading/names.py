@@ -31,6 +31,7 @@ its files by literal almost always, and those are restored anyway.
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -416,11 +417,22 @@ def _is_reader(func: ast.expr, name: str | None, flow: _Flow) -> bool:
 def scan(path: Path) -> SourceNames:
     """The names a Python source may read, and where it reads one that cannot be known
     (see the module docstring). A source that cannot be read or parsed names nothing and
-    is not opaque (it runs nothing either)."""
+    is not opaque (it runs nothing either). Cached by the file's identity and time: one
+    grading tree asks about each test source several times."""
     try:
-        if path.stat().st_size > MAX_SOURCE:
-            return SourceNames()
-        tree = ast.parse(path.read_bytes())
+        info = path.stat()
+    except OSError:
+        return SourceNames()
+    if info.st_size > MAX_SOURCE:
+        return SourceNames()
+    return _scan_file(str(path), info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=512)
+def _scan_file(path: str, inode: int, size: int, mtime_ns: int) -> SourceNames:
+    del inode, size, mtime_ns  # the cache key: the same file, unchanged
+    try:
+        tree = ast.parse(Path(path).read_bytes())
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return SourceNames()
     try:

@@ -848,11 +848,22 @@ def _computed_data(value: ast.expr, known: set[str]) -> bool:
 def _only_data(path: Path, *, empty_ok: bool = False) -> bool:
     """A module of a docstring and assignments of data: literals, or values computed
     from them (`_computed_data`). (Literals only once: a `cases.py` computing its cases
-    with a comprehension was the agent's to rewrite, attack4.)"""
+    with a comprehension was the agent's to rewrite, attack4.) Cached by the file's
+    identity and time: a tree asks of every template module when a test is opaque."""
     try:
-        if path.stat().st_size > _MAX_TEST_SOURCE:
-            return False
-        body = ast.parse(path.read_bytes()).body
+        info = path.stat()
+    except OSError:
+        return False
+    if info.st_size > _MAX_TEST_SOURCE:
+        return False
+    return _only_data_file(str(path), info.st_ino, info.st_size, info.st_mtime_ns, empty_ok)
+
+
+@functools.lru_cache(maxsize=4096)
+def _only_data_file(path: str, inode: int, size: int, mtime_ns: int, empty_ok: bool) -> bool:
+    del inode, size, mtime_ns  # the cache key: the same file, unchanged
+    try:
+        body = ast.parse(Path(path).read_bytes()).body
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     known: set[str] = set()
