@@ -182,13 +182,6 @@ def module_name(entry: str) -> str | None:
 
 
 # -------------------------------------------------------------------- snapshots
-def _copy_entry(source: Path, target: Path) -> None:
-    if source.is_dir():
-        shutil.copytree(source, target, symlinks=True)
-    else:
-        shutil.copy2(source, target, follow_symlinks=False)
-
-
 def snapshot_folder(source: Path, target: Path) -> Path:
     """A private copy of `source` (the template, the hidden checks) in the run folder,
     outside every sandbox, taken once when the run starts; made read-only."""
@@ -1073,5 +1066,17 @@ def _restore(source: Path, target: Path, dest: Path) -> None:
             parent.mkdir()
     if target.exists() or target.is_symlink():
         _remove(target)
-    _copy_entry(source, target)
+    _restore_entry(source, target)
     os.chmod(target, stat.S_IMODE(target.stat().st_mode) | 0o600)
+
+
+def _restore_entry(source: Path, target: Path) -> None:
+    """The template's entry at `target`, its links dereferenced: a link restored as a
+    link (`cases.json -> data/real.json`) read the agent's `data/real.json` in the tree,
+    and the test passed over the agent's rewritten data. The snapshot keeps only links
+    that stay inside it (`Workspace.create`), so the bytes copied are the template's."""
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=False)
+    else:
+        shutil.copyfile(source, target, follow_symlinks=True)
+        shutil.copymode(source, target, follow_symlinks=True)
