@@ -14,7 +14,7 @@ import pytest
 from harness.certify.check import bind_handoff
 from harness.grading.tree import build_tree, opaque_sources, task_test_data
 from harness.inputs.errors import InputError
-from tests.certify_helpers import certified_clean, invoke, reseal
+from tests.certify_helpers import certified_clean, certify, invoke, reseal
 from tests.test_redteam_grading import CALC_STUB, claim, never_complete, run, write_task, writes
 
 ZERO = "def add(a, b):\n    return 0\n"
@@ -566,3 +566,26 @@ def test_a_template_link_to_test_data_restores_the_data_not_the_link(tmp_path: P
 
 
 LINKED_READ = '    return json.loads((HERE / "cases.json").read_text())'
+
+
+def test_a_granted_source_behind_a_link_is_bound_by_its_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source granted as a link (`plink -> project`), or holding links to files: the
+    identity hashed the link alone, and the content behind it changed unseen."""
+    folder, _ = certified_clean(tmp_path, monkeypatch)
+    (folder / "plink").symlink_to("project")
+    (folder / "notes.txt").write_text("notes\n")  # outside the source, linked from it
+    (folder / "project" / "linked.txt").symlink_to("../notes.txt")
+    code, _, result = certify(
+        folder, monkeypatch, "handoff.md", "--role", "implementer", "--source", "plink",
+        "--source", "project", "--certificate", "l.json",
+    )  # fmt: skip
+    assert code == 0, result.output
+    assert invoke(folder, monkeypatch, "certify", "--check", "l.json").exit_code == 0
+    (folder / "notes.txt").write_text("rewritten\n")
+    checked = invoke(folder, monkeypatch, "certify", "--check", "l.json", "--json")
+    problems = json.loads(checked.stdout)["problems"]
+    assert checked.exit_code == 1
+    assert any("source plink changed" in p for p in problems), problems
+    assert any("source project changed" in p for p in problems), problems

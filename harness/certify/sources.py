@@ -6,7 +6,8 @@ receiver re-checks them; bound by path alone, a source rewritten after certifica
 code changed, a file added or removed) still passed the check (red team attack4). So the
 certificate carries each source's identity: a SHA-256 over the sorted walk of the folder
 (each entry's relative path and kind; a file's content digest and executable bit; a
-link's target, never followed), or over a file's bytes.
+link's target, with the content of the file it names), or over a file's bytes; a source
+that is itself a link is the file or folder behind it.
 
 Left out of a folder's identity: `.git` (git rewrites its index on a mere `git status`;
 committed records are checked through git itself) and bytecode caches (`__pycache__`,
@@ -49,7 +50,12 @@ def _entry(path: Path, rel: str) -> bytes:
         info = path.lstat()
         mode = info.st_mode
         if stat.S_ISLNK(mode):
-            return b"l " + _name(rel) + b" -> " + _name(os.readlink(path)) + b"\n"
+            line = b"l " + _name(rel) + b" -> " + _name(os.readlink(path))
+            # A link to a file: what it reads is part of the source (the file may lie
+            # outside it and change there). A link to a folder is its target's name only.
+            if path.is_file():
+                line += b" " + _file_digest(path.resolve()).encode()
+            return line + b"\n"
         if stat.S_ISDIR(mode):
             return b"d " + _name(rel) + b"\n"
         if stat.S_ISREG(mode):
@@ -66,9 +72,14 @@ def source_identity(path: Path) -> str | None:
     """The identity (`sha256:<hex>`) of the file or folder at `path`; None when nothing
     is there."""
     try:
+        # The source itself is what its path names: a granted `plink -> project` is the
+        # folder behind it (its own link hashed alone, the content changed unseen).
+        path = path.resolve(strict=True) if path.is_symlink() else path
         info = path.lstat()
     except FileNotFoundError:
         return None
+    except RuntimeError:  # a loop of links
+        return sha256_digest(b"u . a loop of links")
     except OSError as err:
         return sha256_digest(b"u . " + (err.strerror or "unreadable").encode())
     if not stat.S_ISDIR(info.st_mode):
