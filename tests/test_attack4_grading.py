@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from harness.certify.check import bind_handoff
-from harness.grading.tree import build_tree, opaque_sources, task_test_data
+from harness.grading.tree import build_tree, check_scripts, opaque_sources, task_test_data
 from harness.inputs.errors import InputError
 from tests.certify_helpers import certified_clean, certify, invoke, reseal
 from tests.test_redteam_grading import CALC_STUB, claim, never_complete, run, write_task, writes
@@ -589,3 +589,33 @@ def test_a_granted_source_behind_a_link_is_bound_by_its_content(
     assert checked.exit_code == 1
     assert any("source plink changed" in p for p in problems), problems
     assert any("source project changed" in p for p in problems), problems
+
+
+# ------------------------------------------------------- check scripts past more syntax
+@pytest.mark.parametrize(
+    ("command", "scripts"),
+    [
+        ("bash -lc 'sh check.sh'", {"check.sh"}),  # combined flags
+        ("sh -ec './check.sh'", {"check.sh"}),
+        ("sh -c -- 'sh check.sh'", {"check.sh"}),
+        ("bash -o pipefail check.sh", {"check.sh"}),  # an option's value
+        ("python -um check", {"check.py", "check"}),
+        ("python3 -mverify", {"verify.py", "verify"}),
+        ("python3 -Ic 'import check'", set()),  # inline code, as with -c
+        ("sh < check.sh", {"check.sh"}),  # fed on standard input
+        ("bash -s < scripts/verify.sh", {"scripts/verify.sh"}),
+        ("python - < check.py", {"check.py"}),
+        ("cat data.txt | python slug.py", set()),  # still the agent's deliverable
+    ],
+)
+def test_check_scripts_past_combined_flags_and_redirections(
+    command: str, scripts: set[str]
+) -> None:
+    assert check_scripts(command) == scripts
+
+
+def test_a_check_script_run_with_combined_flags_is_the_tasks(tmp_path: Path) -> None:
+    files = {"calc.py": CALC_STUB, "check.py": CHECK_WITH_DATA, "expected.json": GOOD}
+    cheat = writes("A lighter check.", {"check.py": "raise SystemExit(0)\n"})
+    task = write_task(tmp_path, files, 'run = "python -um check"', [cheat, claim()])
+    never_complete(run(task))

@@ -580,12 +580,20 @@ def check_scripts(command: str, _depth: int = 0) -> set[str]:
         return set()
     found: set[str] = set()
     simple: list[str] = []
+    previous = ""
     for token in [*tokens, ";"]:
         if set(token) <= _OPERATOR_CHARS:
             found |= _scripts_of(simple, _depth)
             simple = []
+        elif previous == "<":
+            # A file fed on standard input (`sh < check.sh`, `python - < check.py`): the
+            # script the shell or interpreter before it runs, when it looks like one.
+            rel = _relative(token)
+            if rel is not None and _looks_like_script(rel, bare_ok=False):
+                found.add(rel)
         else:
             simple.append(token)
+        previous = token
     return found
 
 
@@ -621,21 +629,47 @@ def _scripts_of(words: list[str], depth: int) -> set[str]:
     }
     program = words[0]
     if _INTERPRETERS.match(program):
-        if "-c" in words:  # inline code: for a shell, the scripts that code runs
-            at = words.index("-c") + 1
-            if _SHELLS.match(program) and at < len(words) and depth < 3:
-                found |= check_scripts(words[at], depth + 1)
-            return found
-        if "-m" in words:  # a module: a check script when named like one
-            at = words.index("-m") + 1
-            module = words[at] if at < len(words) else ""
-            if module.replace(".", "").replace("_", "").isalnum() and _CHECK_SCRIPT.match(
-                module.rsplit(".", 1)[-1]
-            ):
-                path = module.replace(".", "/")
-                found |= {f"{path}.py", path}
-            return found
-        rest = [w for w in words[1:] if not w.startswith("-")]
+        shell = _SHELLS.match(program) is not None
+        rest: list[str] = []
+        i = 1
+        # The options, combined ones too (`bash -lc '…'`, `python -um check`,
+        # `python3 -mverify`), up to the first operand: only `-c` and `-m` were seen once,
+        # and `bash -lc 'sh check.sh'` or `python -um check` ran the agent's script.
+        while i < len(words):
+            word = words[i]
+            if word == "--":
+                rest = words[i + 1 :]
+                break
+            if not word.startswith("-") or word == "-" or word.startswith("--"):
+                if word.startswith("--") or word == "-":
+                    i += 1
+                    continue
+                rest = words[i:]
+                break
+            letters = word[1:]
+            if shell and letters in ("o", "O"):
+                i += 2  # `-o pipefail`: the option's value is no script
+                continue
+            if "c" in letters and (shell or not letters.startswith(("W", "X"))):
+                # Inline code: for a shell, the scripts that code runs.
+                at = i + 1
+                while at < len(words) and words[at] == "--":
+                    at += 1
+                if shell and at < len(words) and depth < 3:
+                    found |= check_scripts(words[at], depth + 1)
+                return found
+            if not shell and "m" in letters and not letters.startswith(("W", "X")):
+                module = letters.split("m", 1)[1] or (words[i + 1] if i + 1 < len(words) else "")
+                if module.replace(".", "").replace("_", "").isalnum() and _CHECK_SCRIPT.match(
+                    module.rsplit(".", 1)[-1]
+                ):
+                    path = module.replace(".", "/")
+                    found |= {f"{path}.py", path}
+                return found
+            if not shell and letters in ("W", "X"):
+                i += 2  # `-W ignore`, `-X dev`: the option's value
+                continue
+            i += 1
         if not rest:
             return found
         program = rest[0]
