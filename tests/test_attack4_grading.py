@@ -619,3 +619,21 @@ def test_a_check_script_run_with_combined_flags_is_the_tasks(tmp_path: Path) -> 
     cheat = writes("A lighter check.", {"check.py": "raise SystemExit(0)\n"})
     task = write_task(tmp_path, files, 'run = "python -um check"', [cheat, claim()])
     never_complete(run(task))
+
+
+def test_only_a_narrow_pattern_keeps_the_agents_files_out(tmp_path: Path) -> None:
+    """`f"{name}.json"` is the pattern `*.json`: the template's files it matches are the
+    task's, but the agent's own `config.json` is not a test's data and stays."""
+    template, work = tmp_path / "template", tmp_path / "work"
+    test = (
+        'import glob\nfor name in NAMES:\n    open(f"{name}.json")\n'
+        'open(sorted(glob.glob("golden_*.txt"))[-1])\n'
+    )
+    _layout(template, {"test_a.py": test, "add.json": "1", "golden_1.txt": "g"})
+    _layout(work, {"test_a.py": test, "add.json": "forged", "golden_1.txt": "g"})
+    _layout(work, {"config.json": "mine", "golden_9.txt": "forged"})
+    build_tree(work, template, tmp_path / "tree", ())
+    tree = tmp_path / "tree"
+    assert (tree / "add.json").read_text() == "1"
+    assert (tree / "config.json").read_text() == "mine"
+    assert not (tree / "golden_9.txt").exists()

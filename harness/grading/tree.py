@@ -447,8 +447,19 @@ class DataScope:
         if rel in self.exact or _never_data(rel):
             return False
         return any(rel.startswith(d + "/") for d in self.folders) or any(
-            fnmatch.fnmatchcase(rel, p) for p in self.patterns
+            fnmatch.fnmatchcase(rel, p) for p in self.patterns if _narrow(p)
         )
+
+
+def _narrow(pattern: str) -> bool:
+    """A pattern naming a family of data files (`cases/v*.json`, `golden_*.txt`), not
+    just a kind (`*.json`, `*/*.json`, what `f"{name}.json"` becomes): only a narrow one
+    keeps the agent's additions out (a `config.json` of its own is not a test's data)."""
+    parts = pattern.split("/")
+    if any(part and not _GLOB.search(part) for part in parts[:-1]):
+        return True
+    stem = parts[-1].rsplit(".", 1)[0] if "." in parts[-1] else parts[-1]
+    return len(_GLOB.sub("", stem).strip("]")) >= 2
 
 
 def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set[str]:
