@@ -196,6 +196,8 @@ TRICKS = [
     ),
     Trick("top_level_unittest_module", "unittest", {"unittest.py": EXIT_0}),
     Trick("forged_runner_report", "unittest", {"fizz.py": FORGED_REPORT}),
+    # Red team attack4: the root made a package; pytest imports its __init__ first.
+    Trick("root_package_init_exits_pytest", "pytest", {"__init__.py": EXIT_0}),
 ]
 
 

@@ -321,6 +321,28 @@ def test_the_default_key_path_follows_xdg_and_the_override(
     assert default_key_path() == tmp_path / "k"
 
 
+@pytest.mark.parametrize("value", ["record.key", "keys/record.key", "./k", "~user-none/k"])
+def test_a_relative_key_file_is_refused_not_resolved_against_the_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """`ILH_RECORD_KEY_FILE=record.key` named a different key in every folder ilh ran
+    in, the workspace among them: refused with one message (E500, exit 2), nothing
+    created in the current folder. (`~user-none/k`, an unknown user's home, was a
+    traceback from `Path.expanduser`.)"""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(KEY_FILE_ENV, value)
+    with pytest.raises(RecordKeyError, match="relative path"):
+        default_key_path()
+    db = tmp_path / "runs.db"
+    for args in (["runs", "list"], ["runs", "verify", "20250101T000000000-abcdef012345"]):
+        result = CliRunner().invoke(ilh, [*args, "--store", str(db)], env={KEY_FILE_ENV: value})
+        assert result.exit_code == 2, result.output
+        assert "E500" in result.output and f"{KEY_FILE_ENV} is a relative path" in result.output
+        assert "Traceback" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["runs.db"])
+    assert not (tmp_path / "record.key").exists() and not (tmp_path / "keys").exists()
+
+
 def test_the_session_never_uses_the_real_key() -> None:
     real = Path.home() / ".config" / "ilh" / "record.key"
     assert default_key_path() != real

@@ -212,8 +212,13 @@ def test_a_pattern_names_data_but_never_a_manifest_or_source(tmp_path: Path) -> 
     }
     for rel, text in layout.items():
         (tmp_path / rel).write_text(text, encoding="utf-8")
-    # "*" alone names nothing (too broad to be a test's data pattern).
+    (tmp_path / "test_a.py").write_text('import glob; glob.glob("*.json")', encoding="utf-8")
     assert task_test_data(tmp_path, layout) == {"test_a.golden.txt", "cases.json"}
+    (tmp_path / "test_a.py").write_text(layout["test_a.py"], encoding="utf-8")
+    # "*" alone names nothing, but a test globbing it may read any file: every data file
+    # is the task's (attack4's fail-closed rule; it was none of them, `notes.txt` left
+    # to the agent).
+    assert task_test_data(tmp_path, layout) == {"test_a.golden.txt", "cases.json", "notes.txt"}
 
 
 # ------------------------------------------------------------ root data modules

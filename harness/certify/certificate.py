@@ -120,6 +120,12 @@ class DecisionRecord(_Model):
 class ReceptionProcedure(_Model):
     role: str
     granted_sources: list[StableRef]
+    source_identities: dict[str, Annotated[str, Field(pattern=DIGEST_PATTERN)]] | None = Field(
+        default=None,
+        description="each granted source's content identity at certification, by locator "
+        "(`harness.certify.sources`): `ilh certify --check` fails when one changed; null in "
+        "a certificate issued before sources were bound by content (which fails the check)",
+    )
     verification_commands: list[str]
     execution_scope: str
     stop_condition: str

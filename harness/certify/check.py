@@ -19,6 +19,7 @@ from harness.certify.certificate import Certificate, sha256_digest
 from harness.certify.lexicon import load_lexicon
 from harness.certify.reach import Reach
 from harness.certify.seal import seal_problem
+from harness.certify.sources import source_identity
 from harness.certify.target import read_record, read_target
 from harness.inputs.errors import InputError, parse_json
 from harness.record.keys import RecordKeyError
@@ -118,6 +119,7 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     missing = [str(s) for s in sources if not s.exists()]
     for source in missing:
         report.problems.append(f"a granted source is gone: {source}")
+    _check_identities(cert, folder, report)
     reach = Reach(
         sources=[s for s in sources if s.exists()],
         cwd=folder,
@@ -144,6 +146,48 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
         else:
             report.checked.append(f"{ref.locator}: {got.why}")
     return report
+
+
+def _check_identities(cert: Certificate, folder: Path, report: CheckReport) -> None:
+    """Each granted source must be the content certified (`harness.certify.sources`): a
+    path that still exists is not enough, its files may have been rewritten since."""
+    problems, checked = source_problems(cert, folder)
+    report.problems += problems
+    report.checked += checked
+
+
+def source_problems(cert: Certificate, folder: Path) -> tuple[list[str], list[str]]:
+    """(problems, what was checked) of the granted sources' identities, the sources
+    relative to `folder` (the certificate's). A source that is gone is not reported here
+    (the caller says so)."""
+    procedure = cert.reception_procedure
+    identities = procedure.source_identities
+    problems: list[str] = []
+    checked: list[str] = []
+    if identities is None:
+        if procedure.granted_sources:
+            problems.append(
+                "the certificate binds its granted sources by path only (issued before "
+                "sources were bound by content): nothing shows they are the certified ones; "
+                "certify the record again"
+            )
+        return problems, checked
+    for ref in procedure.granted_sources:
+        certified = identities.get(ref.locator)
+        if certified is None:
+            problems.append(f"the granted source {ref.locator} has no certified identity")
+            continue
+        current = source_identity(folder / ref.locator)
+        if current is None:
+            continue
+        if current != certified:
+            problems.append(
+                f"the granted source {ref.locator} changed after certification: it is "
+                f"{current}, the certificate is for {certified}; certify the record again"
+            )
+        else:
+            checked.append(f"granted source {ref.locator} identity {current}")
+    return problems, checked
 
 
 #: What a TOML string adds or drops around a record: blank lines, never other characters.
@@ -185,6 +229,22 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"handoff: {what} does not match its certificate {certificate.name}: it is "
             f"{digest}, the certified record is {cert.target_identity}; it changed after "
             "certification (or is another record): certify it again before dispatch",
+        )
+    # The sources the record routes its reader to are part of what was certified: a
+    # workspace rewritten after certification is not the one the record was checked
+    # against (nor is one named by a certificate that bound its sources by path only).
+    problems, _ = source_problems(cert, certificate.parent)
+    gone = [
+        s.locator
+        for s in cert.reception_procedure.granted_sources
+        if not (certificate.parent / s.locator).exists()
+    ]
+    problems += [f"the granted source {g} is gone" for g in gone]
+    if problems:
+        raise InputError(
+            where,
+            "E303",
+            f"handoff: {certificate.name}: {problems[0]}; certify it again before dispatch",
         )
     # What is dispatched is the objective, never the file: a certified file beside an
     # objective of any other text dispatched that text. The objective must be the

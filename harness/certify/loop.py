@@ -64,6 +64,7 @@ from harness.certify.reach import Resolution as Reached
 from harness.certify.refuter import RefuterBudget, RefuterInputs, RefuterSession
 from harness.certify.scan import LintFinding, Scan, carried_content, lint_verdict, scan_target
 from harness.certify.seal import issuing_key, seal_certificate
+from harness.certify.sources import source_identity
 from harness.certify.target import Target, read_target, relative_locator
 from harness.inputs.errors import InputError
 from harness.models.interface import ModelClient
@@ -700,6 +701,12 @@ class Certifier:
             StableRef(kind="path", locator=relative_locator(p, base / landing))
             for p in contract.source_paths()
         ]
+        # Bound by content too: a source rewritten after certification fails the check.
+        identities = {
+            ref.locator: identity
+            for ref, p in zip(sources, contract.source_paths(), strict=True)
+            if (identity := source_identity(p)) is not None
+        }
         deferred = [r for r in state.deferred.values() if r not in residuals]
         all_residuals = [*residuals, *deferred]
         if reason and state.notes:
@@ -714,6 +721,7 @@ class Certifier:
             reception_procedure=ReceptionProcedure(
                 role=contract.role,
                 granted_sources=sources,
+                source_identities=identities,
                 verification_commands=list(contract.verify),
                 execution_scope=contract.scope or "(none declared)",
                 stop_condition=contract.stop or "(none declared)",

@@ -33,7 +33,25 @@ only when they stay inside it, dereferenced):
    ships under its test folders (`task_test_folders`: helpers such as
    `checks/helpers.py` included, the agent's additions there removed, and an agent
    module on the import path named like one of those helpers removed) and every root
-   module of literals only that a test imports (`data_modules`: `expected.py`). The
+   module of literals only that a test imports (`data_modules`: `expected.py`, or by a
+   name it computes: `import_module("exp" + "ected")`). The names a test reads are its
+   literals and the names it computes, followed through its variables, loops and
+   `parametrize` values (`harness.grading.names`: `base + ext`, `os.path.join(d, n)`,
+   `Path(d) / n` all resolve when their parts are literals). **Fail-closed rule**: when
+   a test, a helper or a hidden test reads, lists or imports by a name that cannot be
+   known before it runs (`os.listdir(here)`, a name read from `manifest.txt`,
+   `Path(d) / n` with `n` a parameter, `import_module(name)`, `pkgutil.get_data`,
+   `glob("*")`: `opaque_sources`), *every* data file of the template (`all_data`: not
+   source of any language, documentation, a test or a manifest) and every data-only
+   module (`every_data_module`) is the task's; an agent's edits to a data file survive
+   only in a task whose tests name what they read. The Python check scripts a check
+   runs are read for names like tests (`python check.py` reading `expected.json`); a
+   test or check script in another language (`check.sh`, `sum.test.js`, `check.js`) is
+   opaque; the check scripts a restored shell check script runs are restored too
+   (`script_scripts`). A file the agent adds where a test reads data by a pattern or a
+   folder (`glob("cases/v*.json")`, `"fixtures"`) is removed unless a literal names it
+   exactly (`DataScope.covers`); a document a test names is data unless it is a
+   deliverable (`README.md`, `docs/…`: `_never_data`). The
    runner imports these Python files itself (`TreeChanges.trusted`). A `pyproject.toml` is kept as
    the agent wrote it only when its test-runner tables (`[tool.pytest…]`,
    `[tool.coverage…]`, `[tool.tox]`) equal the template's, and so is a `package.json`
@@ -63,11 +81,13 @@ import stat
 import sys
 import tomllib
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
+from harness.grading.names import scan
 
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
@@ -162,13 +182,6 @@ def module_name(entry: str) -> str | None:
 
 
 # -------------------------------------------------------------------- snapshots
-def _copy_entry(source: Path, target: Path) -> None:
-    if source.is_dir():
-        shutil.copytree(source, target, symlinks=True)
-    else:
-        shutil.copy2(source, target, follow_symlinks=False)
-
-
 def snapshot_folder(source: Path, target: Path) -> Path:
     """A private copy of `source` (the template, the hidden checks) in the run folder,
     outside every sandbox, taken once when the run starts; made read-only."""
@@ -309,68 +322,16 @@ _MAX_TEST_SOURCE = 4 * 1024 * 1024
 
 
 def _literals(path: Path) -> set[str]:
-    """The string constants of a Python file (empty when it does not parse)."""
-    try:
-        if path.stat().st_size > _MAX_TEST_SOURCE:
-            return set()
-        tree = ast.parse(path.read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
-            found.add(node.value)
-        else:
-            pattern = _computed_name(node)
-            if pattern is not None and pattern.strip("*"):
-                found.add(pattern)
-    return found
-
-
-#: A `%` conversion or a `str.format` field: the part of a name computed at run time.
-_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*[0-9*]*(?:\.[0-9*]+)?[a-zA-Z%]")
-_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
-
-
-def _computed_name(node: ast.AST) -> str | None:
-    """A string the test builds at run time, as a pattern: its literal parts kept, each
-    computed part a `*` (`f"{name}.json"`, `name + ".json"`, `"%s.json" % name`,
-    `"{}.json".format(name)`, `path.with_suffix(".json")` are all `*.json`).
+    """The names a Python file may read: its string constants, and the patterns of the
+    names it computes (`harness.grading.names.scan`: `f"{name}.json"`, `name + ".json"`,
+    `"%s.json" % name`, `"{}.json".format(name)`, `path.with_suffix(".json")` are all
+    `*.json`; `base + ext` with `base = "expected"`, `ext = ".json"` is `expected.json`).
 
     Why: a test reading one data file per case (`for name in ("add", "neg")`) names no
     file by a literal, so the agent rewrote `add.json` to expect what its `add` returned
     and was verified. As a pattern, the files it may read are restored (more, never
     less: the pattern rule of `_data_named`)."""
-    if isinstance(node, ast.JoinedStr):
-        parts = [
-            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "*"
-            for v in node.values
-        ]
-        return "".join(parts) if len(parts) > 1 else None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _text_or_star(node.left), _text_or_star(node.right)
-        return None if left == right == "*" else left + right
-    if (
-        isinstance(node, ast.BinOp)
-        and isinstance(node.op, ast.Mod)
-        and isinstance(node.left, ast.Constant)
-        and isinstance(node.left.value, str)
-    ):
-        return _PERCENT_FIELD.sub("*", node.left.value)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        owner, method = node.func.value, node.func.attr
-        if method == "format" and isinstance(owner, ast.Constant) and isinstance(owner.value, str):
-            return _FORMAT_FIELD.sub("*", owner.value)
-        if method in ("with_suffix", "with_stem", "with_name") and node.args:
-            text = _text_or_star(node.args[0])
-            return {"with_suffix": "*" + text, "with_stem": text + ".*"}.get(method, text)
-    return None
-
-
-def _text_or_star(node: ast.AST) -> str:
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return _computed_name(node) or "*"
+    return set(scan(path).names)
 
 
 def task_test_data(
@@ -384,7 +345,8 @@ def task_test_data(
     (relative to the root, or to the test file's folder), or that a pattern literal
     matches (`"cases_*.json"`), or that are named after a test file (`test_calc.json`
     beside `test_calc.py`); and those a test of the `hidden` checks folder names
-    (relative to the root, where it runs).
+    (relative to the root, where it runs). When one of those sources reads a name that
+    cannot be known (`opaque_sources`), every data file of the template (`all_data`).
 
     Why: a test that reads its expected values from a file (`cases.json` beside
     `test_calc.py`) passes for any code once the agent rewrote that file; an agent did
@@ -392,40 +354,161 @@ def task_test_data(
     The cost: a data file the task asks the agent to change, and its test reads by name,
     is graded as the template had it (the check fails: closed, not open)."""
     files = set(template_files)
-    # The task's other Python a test runs (`helpers`: its data modules, the helpers
-    # under its test folders) names data too (`CASES_FILE = "golden.json"` in a
-    # `settings.py` the test imports): an agent rewrote such a `golden.json` and was
-    # verified while only the test files' literals were read.
-    tests = [
-        (template / f, PurePosixPath(f).parent)
-        for f in sorted(files | set(helpers))
-        if f.endswith(".py") and (is_test_file(f) or f in set(helpers))
-    ]
+    tests = task_test_sources(template, files, helpers)
     return _data_named(files, tests) | (hidden_test_data(files, hidden) if hidden else set())
+
+
+def task_test_sources(
+    template: Path, template_files: Iterable[str], helpers: Iterable[str] = ()
+) -> list[tuple[Path, PurePosixPath]]:
+    """The task's Python a test run reads names from, each with the folder its names are
+    relative to: its test files, and its other Python a test runs (`helpers`: its data
+    modules, the helpers under its test folders). Such a helper names data too
+    (`CASES_FILE = "golden.json"` in a `settings.py` the test imports): an agent rewrote
+    such a `golden.json` and was verified while only the test files' literals were read."""
+    wanted = set(helpers)
+    return [
+        (template / f, PurePosixPath(f).parent)
+        for f in sorted(set(template_files) | wanted)
+        if (is_test_file(f) or f in wanted) and (f.endswith(".py") or _foreign_code(f, wanted))
+    ]
+
+
+def _foreign_code(rel: str, named: set[str]) -> bool:
+    """A test or check script in another language (`sum.test.js`, `check.sh`, a bare
+    `run_checks`): the files it reads are not read here (`opaque_sources`)."""
+    name = PurePosixPath(rel).name
+    return name.endswith(_SCRIPT_SUFFIXES + _CODE_SUFFIXES) or (rel in named and "." not in name)
+
+
+def hidden_test_sources(hidden: Path) -> list[tuple[Path, PurePosixPath]]:
+    """The hidden checks' Python, each relative to the root (where it runs)."""
+    return [(path, PurePosixPath(".")) for path in sorted(hidden.rglob("*.py"))]
 
 
 def hidden_test_data(template_files: Iterable[str], hidden: Path) -> set[str]:
     """The template's test data that a test of the `hidden` checks folder names (relative
     to the root, where it runs): see `task_test_data`."""
-    tests = [(path, PurePosixPath(".")) for path in sorted(hidden.rglob("*.py"))]
-    return _data_named(set(template_files), tests)
+    return _data_named(set(template_files), hidden_test_sources(hidden))
+
+
+def opaque_sources(tests: Iterable[tuple[Path, PurePosixPath]]) -> list[str]:
+    """Where the `tests` read a file or import a module by a name that cannot be known
+    before they run (`harness.grading.names`): `os.listdir(here)`, a name read from
+    another file, `Path(d) / n` with `n` a parameter, `import_module(name)`."""
+    found: list[str] = []
+    for path, _ in tests:
+        if not path.name.endswith(".py"):
+            # A shell, JavaScript… test or check script: its names are not followed here,
+            # so what it reads cannot be known (a check.js reading expected.json was run
+            # over the agent's rewritten expected.json).
+            found.append(f"{path.name}: a test or check script not in Python")
+            continue
+        found += [f"{path.name}: {why}" for why in scan(path).opaque]
+    return found
+
+
+#: Source code of other languages: never taken for test data by the fail-closed rule
+#: (`all_data`): a Python test running `node app.js` grades the agent's `app.js`.
+_CODE_SUFFIXES = (
+    ".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".tsx", ".jsx", ".c", ".h", ".cc", ".cpp",
+    ".cxx", ".hpp", ".go", ".rs", ".java", ".kt", ".rb", ".pl", ".pm", ".php", ".sh", ".bash",
+    ".zsh", ".lua", ".swift", ".cs", ".scala", ".jl", ".hs", ".ml", ".ex", ".exs", ".clj",
+    ".r", ".R", ".html", ".css", ".vue", ".svelte",
+)  # fmt: skip
+
+
+def all_data(template_files: Iterable[str]) -> set[str]:
+    """Every file of the template that may be test data: not source (Python, another
+    language's), documentation, a test or a manifest (whose runner settings have their
+    own rule). What an opaque test (`opaque_sources`) may read: all of it is the task's."""
+    return {
+        f
+        for f in template_files
+        if not f.endswith(_SOURCE_SUFFIXES + _CODE_SUFFIXES)
+        and not is_test_file(f)
+        and PurePosixPath(f).name not in _MANIFESTS
+    }
+
+
+@dataclass
+class DataScope:
+    """What the tests read of the template's data (`_scope`): the files, and the patterns
+    and folders that name them (where a file the agent adds would be read as data too)."""
+
+    found: set[str] = field(default_factory=set)
+    patterns: set[str] = field(default_factory=set)
+    folders: set[str] = field(default_factory=set)
+    exact: set[str] = field(default_factory=set)
+
+    def covers(self, rel: str) -> bool:
+        """Would a test read `rel` (a file the template did not have) as its data? Not when
+        a literal names it exactly: a file the agent must write, which the test checks."""
+        if rel in self.exact or _never_data(rel):
+            return False
+        return any(rel.startswith(d + "/") for d in self.folders) or any(
+            fnmatch.fnmatchcase(rel, p) for p in self.patterns if _narrow(p)
+        )
+
+
+def _narrow(pattern: str) -> bool:
+    """A pattern naming a family of data files (`cases/v*.json`, `golden_*.txt`), not
+    just a kind (`*.json`, `*/*.json`, what `f"{name}.json"` becomes): only a narrow one
+    keeps the agent's additions out (a `config.json` of its own is not a test's data)."""
+    parts = pattern.split("/")
+    if any(part and not _GLOB.search(part) for part in parts[:-1]):
+        return True
+    stem = parts[-1].rsplit(".", 1)[0] if "." in parts[-1] else parts[-1]
+    return len(_GLOB.sub("", stem).strip("]")) >= 2
 
 
 def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set[str]:
     """The `files` that are not Python source or tests and that a string literal of one
     of the `tests` (each with the folder its names are relative to, beside the root)
-    names, or that lie in a folder one names."""
+    names, or that lie in a folder one names; all of them when a test reads a name that
+    cannot be known (the fail-closed rule of attack4: `opaque_sources`)."""
+    return _scope(files, tests).found
+
+
+#: Documentation a task may ask the agent to write (and its test to read): never data.
+#: Other documents a test names (`expected_output.md`) are data like any other file: an
+#: agent rewrote such an expected Markdown file and was verified (attack4).
+_DELIVERABLE_DOCS = frozenset(
+    {"readme", "changelog", "changes", "history", "news", "contributing", "notes", "report",
+     "summary", "design", "answer", "answers", "solution", "handoff", "todo", "license",
+     "install", "usage", "index", "authors", "analysis", "writeup", "explanation"}
+)  # fmt: skip
+_DOC_SUFFIXES = (".md", ".rst", ".adoc")
+
+
+def _never_data(rel: str) -> bool:
+    """Python source (the agent's work, or a test restored anyway) and deliverable
+    documentation (`README.md`, anything under `docs/`) are never test data."""
+    if rel.endswith((".py", ".pyi", ".pyw")) or is_test_file(rel):
+        return True
+    pure = PurePosixPath(rel)
+    if rel.endswith(_DOC_SUFFIXES):
+        stem = pure.name.split(".", 1)[0].lower()
+        return stem in _DELIVERABLE_DOCS or "docs" in pure.parts[:-1] or "doc" in pure.parts[:-1]
+    return False
+
+
+def _scope(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> DataScope:
+    scope = DataScope()
     folders: dict[str, list[str]] = {}
     for rel in files:
         parts = PurePosixPath(rel).parts
         for i in range(1, len(parts)):
             folders.setdefault("/".join(parts[:i]), []).append(rel)
-    found: set[str] = set()
+
+    def data(candidates: Iterable[str]) -> set[str]:
+        return {f for f in candidates if f in files and not _never_data(f)}
+
     for source, here in tests:
         # A file named after the test (`test_calc.json` beside `test_calc.py`): read by
         # `Path(__file__).with_suffix(".json")`, a name no literal spells.
         prefix = (here / source.stem).as_posix().removeprefix("./") + "."
-        found.update(f for f in files if f.startswith(prefix))
+        scope.found |= data(f for f in files if f.startswith(prefix))
         for literal in _literals(source):
             if len(literal) > 1024 or "\x00" in literal:
                 continue
@@ -440,14 +523,33 @@ def _data_named(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> set
                     # A pattern (`glob("cases_*.json")`): every file it matches (`*`
                     # crossing folders too: more restored, never less).
                     # Never a manifest: its runner settings have their own rule.
-                    found.update(
+                    matched = data(
                         f
                         for f in files
                         if fnmatch.fnmatchcase(f, rel) and PurePosixPath(f).name not in _MANIFESTS
                     )
+                    if matched:
+                        scope.found |= matched
+                        scope.patterns.add(rel)
                     continue
-                found.update(f for f in [rel, *folders.get(rel, ())] if f in files)
-    return {f for f in found if not f.endswith(_SOURCE_SUFFIXES) and not is_test_file(f)}
+                scope.exact.add(rel)
+                scope.found |= data([rel])
+                if data(folders.get(rel, ())):
+                    scope.found |= data(folders[rel])
+                    scope.folders.add(rel)
+    if opaque_sources(tests):
+        # What it reads cannot be known: all the data is the task's (the patterns and
+        # folders it does name still keep the agent's additions out of them).
+        scope.found |= all_data(files)
+    return scope
+
+
+def task_data_scope(
+    template: Path, template_files: Iterable[str], helpers: Iterable[str] = ()
+) -> DataScope:
+    """`task_test_data` with the patterns and folders that name it (`DataScope`)."""
+    files = set(template_files)
+    return _scope(files, task_test_sources(template, files, helpers))
 
 
 #: The characters of a glob pattern (a literal holding one names the files it matches).
@@ -489,12 +591,20 @@ def check_scripts(command: str, _depth: int = 0) -> set[str]:
         return set()
     found: set[str] = set()
     simple: list[str] = []
+    previous = ""
     for token in [*tokens, ";"]:
         if set(token) <= _OPERATOR_CHARS:
             found |= _scripts_of(simple, _depth)
             simple = []
+        elif previous == "<":
+            # A file fed on standard input (`sh < check.sh`, `python - < check.py`): the
+            # script the shell or interpreter before it runs, when it looks like one.
+            rel = _relative(token)
+            if rel is not None and _looks_like_script(rel, bare_ok=False):
+                found.add(rel)
         else:
             simple.append(token)
+        previous = token
     return found
 
 
@@ -530,21 +640,47 @@ def _scripts_of(words: list[str], depth: int) -> set[str]:
     }
     program = words[0]
     if _INTERPRETERS.match(program):
-        if "-c" in words:  # inline code: for a shell, the scripts that code runs
-            at = words.index("-c") + 1
-            if _SHELLS.match(program) and at < len(words) and depth < 3:
-                found |= check_scripts(words[at], depth + 1)
-            return found
-        if "-m" in words:  # a module: a check script when named like one
-            at = words.index("-m") + 1
-            module = words[at] if at < len(words) else ""
-            if module.replace(".", "").replace("_", "").isalnum() and _CHECK_SCRIPT.match(
-                module.rsplit(".", 1)[-1]
-            ):
-                path = module.replace(".", "/")
-                found |= {f"{path}.py", path}
-            return found
-        rest = [w for w in words[1:] if not w.startswith("-")]
+        shell = _SHELLS.match(program) is not None
+        rest: list[str] = []
+        i = 1
+        # The options, combined ones too (`bash -lc '…'`, `python -um check`,
+        # `python3 -mverify`), up to the first operand: only `-c` and `-m` were seen once,
+        # and `bash -lc 'sh check.sh'` or `python -um check` ran the agent's script.
+        while i < len(words):
+            word = words[i]
+            if word == "--":
+                rest = words[i + 1 :]
+                break
+            if not word.startswith("-") or word == "-" or word.startswith("--"):
+                if word.startswith("--") or word == "-":
+                    i += 1
+                    continue
+                rest = words[i:]
+                break
+            letters = word[1:]
+            if shell and letters in ("o", "O"):
+                i += 2  # `-o pipefail`: the option's value is no script
+                continue
+            if "c" in letters and (shell or not letters.startswith(("W", "X"))):
+                # Inline code: for a shell, the scripts that code runs.
+                at = i + 1
+                while at < len(words) and words[at] == "--":
+                    at += 1
+                if shell and at < len(words) and depth < 3:
+                    found |= check_scripts(words[at], depth + 1)
+                return found
+            if not shell and "m" in letters and not letters.startswith(("W", "X")):
+                module = letters.split("m", 1)[1] or (words[i + 1] if i + 1 < len(words) else "")
+                if module.replace(".", "").replace("_", "").isalnum() and _CHECK_SCRIPT.match(
+                    module.rsplit(".", 1)[-1]
+                ):
+                    path = module.replace(".", "/")
+                    found |= {f"{path}.py", path}
+                return found
+            if not shell and letters in ("W", "X"):
+                i += 2  # `-W ignore`, `-X dev`: the option's value
+                continue
+            i += 1
         if not rest:
             return found
         program = rest[0]
@@ -593,6 +729,34 @@ def recipe_scripts(template: Path) -> set[str]:
     return found
 
 
+def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
+    """The check scripts (`check_scripts`) that the template's shell check scripts among
+    `scripts` run in turn: `sh check.sh` running `python3 verify_sums.py` ran the agent's
+    rewritten `verify_sums.py` while only `check.sh` was restored. Followed two levels
+    deep; each script read up to 1 MiB."""
+    found: set[str] = set()
+    todo = set(scripts)
+    for _ in range(3):
+        new: set[str] = set()
+        for rel in sorted(todo):
+            name = PurePosixPath(rel).name
+            if not (name.endswith((".sh", ".bash", ".zsh")) or "." not in name):
+                continue
+            try:
+                path = template / rel
+                if not path.is_file() or path.stat().st_size > 1024 * 1024:
+                    continue
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for line in text.splitlines()[:10_000]:
+                if line.strip() and not line.lstrip().startswith("#"):
+                    new |= check_scripts(line.strip())
+        todo = new - found - set(scripts)
+        found |= new
+    return found
+
+
 def runner_paths(args: Iterable[str]) -> set[str]:
     """The files and folders a test runner's arguments name (`tests/`, `test_a.py`)."""
     return {rel for word in args if (rel := _relative(word)) is not None}
@@ -627,9 +791,9 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
     as a package (`expected/__init__.py`) or a module in one (`data/expected.py`): only
     `NAME.py` at the root was looked for. A package's `__init__.py` runs before its
     module and could put a forged one in `sys.modules`, so it is the task's as well. A
-    module with any code (a `def`, a `class`, a call) is the agent's work, graded as
-    written; a data module a task asks the agent to fill in is graded as the template
-    had it (closed, not open)."""
+    module with any code (a `def`, a `class`, an import, a call of anything but a pure
+    builtin) is the agent's work, graded as written; a data module a task asks the agent
+    to fill in is graded as the template had it (closed, not open)."""
     files = set(template_files)
     imported: set[str] = set()
     for rel in sorted(files):
@@ -648,6 +812,9 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
                 imported.add(node.module)
                 # `from data import expected`: the name may be a submodule.
                 imported.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+        # `importlib.import_module("exp" + "ected")`, `__import__(name)`: an import by a
+        # name the test computes from its literals is an import all the same.
+        imported |= scan(template / rel).imports
     found: set[str] = set()
     for dotted in imported:
         parts = dotted.split(".")
@@ -670,23 +837,89 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
     return found
 
 
-def _only_data(path: Path, *, empty_ok: bool = False) -> bool:
-    try:
-        if path.stat().st_size > _MAX_TEST_SOURCE:
+def every_data_module(template: Path, template_files: Iterable[str]) -> set[str]:
+    """Every module of the template that holds only data (`_only_data`), with the
+    packages it lies in when those are empty or data too: what a test importing by a
+    name that cannot be known may import."""
+    found: set[str] = set()
+    for rel in template_files:
+        if rel.endswith(".py") and not is_test_file(rel) and _only_data(template / rel):
+            found.add(rel)
+            parts = PurePosixPath(rel).parts
+            for up in range(1, len(parts) - 1):
+                init = "/".join(parts[:up]) + "/__init__.py"
+                if init in template_files and _only_data(template / init, empty_ok=True):
+                    found.add(init)
+    return found
+
+
+#: The builtins a data module may compute its values with (`range`, `zip`…): pure ones.
+_DATA_BUILTINS = frozenset(
+    {"range", "list", "tuple", "dict", "set", "frozenset", "zip", "enumerate", "sorted",
+     "reversed", "len", "str", "int", "float", "bool", "abs", "min", "max", "sum", "round",
+     "chr", "ord", "map", "filter", "divmod", "pow", "repr", "bytes", "complex", "any", "all",
+     "True", "False", "None"}
+)  # fmt: skip
+
+
+def _computed_data(value: ast.expr, known: set[str]) -> bool:
+    """A value computed from literals, names the module assigned before, comprehension
+    variables and pure builtins (`[(a, b, a + b) for a in range(3)]`): data. No lambda,
+    no import, no other name (the agent's module), no `_private` attribute."""
+    local = set(known) | {
+        n.id
+        for c in ast.walk(value)
+        if isinstance(c, ast.comprehension)
+        for n in ast.walk(c.target)
+        if isinstance(n, ast.Name)
+    }
+    for node in ast.walk(value):
+        if isinstance(node, ast.Lambda | ast.NamedExpr | ast.Await | ast.Yield | ast.YieldFrom):
             return False
-        body = ast.parse(path.read_bytes()).body
+        if isinstance(node, ast.Name) and node.id not in local and node.id not in _DATA_BUILTINS:
+            return False
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            return False
+    return True
+
+
+def _only_data(path: Path, *, empty_ok: bool = False) -> bool:
+    """A module of a docstring and assignments of data: literals, or values computed
+    from them (`_computed_data`). (Literals only once: a `cases.py` computing its cases
+    with a comprehension was the agent's to rewrite, attack4.) Cached by the file's
+    identity and time: a tree asks of every template module when a test is opaque."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    if info.st_size > _MAX_TEST_SOURCE:
+        return False
+    return _only_data_file(str(path), info.st_ino, info.st_size, info.st_mtime_ns, empty_ok)
+
+
+@functools.lru_cache(maxsize=4096)
+def _only_data_file(path: str, inode: int, size: int, mtime_ns: int, empty_ok: bool) -> bool:
+    del inode, size, mtime_ns  # the cache key: the same file, unchanged
+    try:
+        body = ast.parse(Path(path).read_bytes()).body
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+    known: set[str] = set()
     for node in body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a docstring
-        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
-        if value is None:
+        if isinstance(node, ast.Assign):
+            value, targets = node.value, node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            value, targets = node.value, [node.target]
+        else:
             return False
         try:
-            ast.literal_eval(value)
-        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            if not _computed_data(value, known):
+                return False
+        except RecursionError:
             return False
+        known |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return bool(body) or empty_ok
 
 
@@ -723,17 +956,31 @@ def _apply_template(
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
     data_py = data_modules(template, template_files)
-    named = named | recipe_scripts(template) | data_py
+    named = named | recipe_scripts(template)
+    named = named | script_scripts(template, named) | data_py
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
-    data = task_test_data(
-        template,
-        template_files,
-        helpers=data_py
-        | {f for f in template_files if any(f.startswith(d + "/") for d in named_dirs)},
+    # The Python a check runs reads data as a test does: the check scripts it names
+    # (`python check.py` reading expected.json), its data modules, its test folders'
+    # helpers; any other script it names, in another language, is opaque.
+    helper_files = (
+        data_py
+        | {f for f in template_files if any(f.startswith(d + "/") for d in named_dirs)}
+        | (named & template_files)
     )
+    scope = task_data_scope(template, template_files, helper_files)
+    hidden_scope = _scope(template_files, hidden_test_sources(hidden)) if hidden else DataScope()
+    data = scope.found
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
-    quiet = hidden_test_data(template_files, hidden) - data if hidden else set()
+    quiet = hidden_scope.found - data
+    # A test that reads or imports by a name that cannot be known (`opaque_sources`) may
+    # import any of the task's data modules too (`import_module(name)`): all of them are
+    # the task's, like all its data files (`task_test_data`).
+    if opaque_sources(task_test_sources(template, template_files, helper_files)):
+        data_py = data_py | every_data_module(template, template_files)
+        named = named | data_py
+    elif hidden is not None and opaque_sources(hidden_test_sources(hidden)):
+        quiet |= every_data_module(template, template_files) - data_py
     import_dirs = {"."} | {
         PurePosixPath(f).parent.as_posix() for f in template_files if is_test_file(f)
     }
@@ -779,6 +1026,14 @@ def _apply_template(
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
                     why = "a runner hook: test-runner settings the task did not have"
+            # A file added where a test reads its data by a pattern or a folder
+            # (`sorted(glob("cases/v*.json"))[-1]`): the agent's `cases/v9.json` was read
+            # as the newest cases. Not for a file a literal names exactly (its deliverable).
+            if why is None and not (here / name).is_dir() and scope.covers(rel):
+                why = "not in the task's test data (its tests read the files there as data)"
+            if why is None and not (here / name).is_dir() and hidden_scope.covers(rel):
+                _remove(here / name)  # without a word: it would tell what hidden tests read
+                continue
             if why is not None:
                 _remove(here / name)
                 removed.append(f"{rel}: {why}")
@@ -856,5 +1111,17 @@ def _restore(source: Path, target: Path, dest: Path) -> None:
             parent.mkdir()
     if target.exists() or target.is_symlink():
         _remove(target)
-    _copy_entry(source, target)
+    _restore_entry(source, target)
     os.chmod(target, stat.S_IMODE(target.stat().st_mode) | 0o600)
+
+
+def _restore_entry(source: Path, target: Path) -> None:
+    """The template's entry at `target`, its links dereferenced: a link restored as a
+    link (`cases.json -> data/real.json`) read the agent's `data/real.json` in the tree,
+    and the test passed over the agent's rewritten data. The snapshot keeps only links
+    that stay inside it (`Workspace.create`), so the bytes copied are the template's."""
+    if source.is_dir():
+        shutil.copytree(source, target, symlinks=False)
+    else:
+        shutil.copyfile(source, target, follow_symlinks=True)
+        shutil.copymode(source, target, follow_symlinks=True)

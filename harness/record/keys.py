@@ -69,12 +69,33 @@ class RecordKey:
 
 def default_key_path() -> Path:
     """`ILH_RECORD_KEY_FILE`, else `$XDG_CONFIG_HOME/ilh/record.key`, else
-    `~/.config/ilh/record.key` (a relative XDG_CONFIG_HOME is ignored, as the XDG spec says)."""
+    `~/.config/ilh/record.key` (a relative XDG_CONFIG_HOME is ignored, as the XDG spec says;
+    a relative `ILH_RECORD_KEY_FILE` is refused: `RecordKeyError`)."""
     override = os.environ.get(KEY_FILE_ENV)
     if override:
-        return Path(override).expanduser()
+        try:
+            path = Path(override).expanduser()
+        except RuntimeError:  # `~someone/…` of a user this machine does not know
+            path = Path(override)
+        if not path.is_absolute():
+            # Relative, it would name a different key from every folder ilh runs in (a
+            # task's workspace among them, where the agent can write one): refused, not
+            # resolved against the current folder.
+            raise RecordKeyError(
+                f"{KEY_FILE_ENV} is a relative path ({override!r}); the record key must be "
+                f"named absolutely (e.g. {KEY_FILE_ENV}=$HOME/.config/ilh/record.key)"
+            )
+        return path
     xdg = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    if xdg and Path(xdg).is_absolute():
+        base = Path(xdg)
+    else:
+        try:
+            base = Path.home() / ".config"
+        except RuntimeError:  # no HOME and no password entry: no default place
+            raise RecordKeyError(
+                f"no home folder to keep the record key in: set {KEY_FILE_ENV} to an absolute path"
+            ) from None
     return base / "ilh" / "record.key"
 
 

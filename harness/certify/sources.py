@@ -1,0 +1,101 @@
+"""The content identity of a granted source: what `ilh certify` seals beside its path and
+`ilh certify --check` recomputes.
+
+A certificate routes its judgments into the granted sources (`project/`), and the
+receiver re-checks them; bound by path alone, a source rewritten after certification (its
+code changed, a file added or removed) still passed the check (red team attack4). So the
+certificate carries each source's identity: a SHA-256 over the sorted walk of the folder
+(each entry's relative path and kind; a file's content digest and executable bit; a
+link's target, with the content of the file it names), or over a file's bytes; a source
+that is itself a link is the file or folder behind it.
+
+Left out of a folder's identity: `.git` (git rewrites its index on a mere `git status`;
+committed records are checked through git itself) and bytecode caches (`__pycache__`,
+`.pytest_cache`, which a receiver's own test run writes). A source that cannot be read
+in full gets an identity that says so, which no readable source matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+
+from harness.certify.certificate import sha256_digest
+
+#: Folders never part of a source's identity: the version-control store and caches.
+IGNORED_FOLDERS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+_CHUNK = 1 << 20
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        while chunk := os.read(fd, _CHUNK):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
+def _name(rel: str) -> bytes:
+    # A name that is not UTF-8 stays its own bytes (surrogateescape), never an error.
+    return rel.encode("utf-8", "surrogateescape")
+
+
+def _entry(path: Path, rel: str) -> bytes:
+    try:
+        info = path.lstat()
+        mode = info.st_mode
+        if stat.S_ISLNK(mode):
+            line = b"l " + _name(rel) + b" -> " + _name(os.readlink(path))
+            # A link to a file: what it reads is part of the source (the file may lie
+            # outside it and change there). A link to a folder is its target's name only.
+            if path.is_file():
+                line += b" " + _file_digest(path.resolve()).encode()
+            return line + b"\n"
+        if stat.S_ISDIR(mode):
+            return b"d " + _name(rel) + b"\n"
+        if stat.S_ISREG(mode):
+            executable = b"x" if mode & 0o111 else b"-"
+            return (
+                b"f " + _name(rel) + b" " + executable + b" " + _file_digest(path).encode() + b"\n"
+            )
+        return b"o " + _name(rel) + b"\n"  # a pipe, a socket, a device: never read
+    except OSError as err:
+        return b"u " + _name(rel) + b" " + (err.strerror or "unreadable").encode() + b"\n"
+
+
+def source_identity(path: Path) -> str | None:
+    """The identity (`sha256:<hex>`) of the file or folder at `path`; None when nothing
+    is there."""
+    try:
+        # The source itself is what its path names: a granted `plink -> project` is the
+        # folder behind it (its own link hashed alone, the content changed unseen).
+        path = path.resolve(strict=True) if path.is_symlink() else path
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    except RuntimeError:  # a loop of links
+        return sha256_digest(b"u . a loop of links")
+    except OSError as err:
+        return sha256_digest(b"u . " + (err.strerror or "unreadable").encode())
+    if not stat.S_ISDIR(info.st_mode):
+        return sha256_digest(_entry(path, "."))
+    digest = hashlib.sha256(b"ilh source identity v1\n")
+    failures: list[bytes] = []
+
+    def failed(err: OSError) -> None:
+        failures.append(b"u " + _name(str(err.filename)) + b"\n")
+
+    for folder, dirs, files in os.walk(path, onerror=failed, followlinks=False):
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if d not in IGNORED_FOLDERS)
+        for name in sorted([*dirs, *files]):
+            rel = (here / name).relative_to(path).as_posix()
+            digest.update(_entry(here / name, rel))
+    for failure in failures:
+        digest.update(failure)
+    return "sha256:" + digest.hexdigest()

@@ -1,0 +1,508 @@
+"""The file names a test's Python source can read: its strings followed through its
+variables, and where it reads a name that cannot be known before it runs.
+
+The grading tree restores the template's data files that the task's tests read
+(`harness.grading.tree.task_test_data`). Reading only string literals and simple computed
+names (`f"{name}.json"`) missed every name built through variables: `base + ext` with
+`base = "expected"` and `ext = ".json"`, `"".join([...])`, `os.path.join(d, n)`,
+`Path(d) / n`, a name listed from a folder (`os.listdir(here)`) or read from another
+file (`manifest.txt`), a data module imported by a computed name
+(`importlib.import_module(name)`, `__import__`). The agent rewrote that data and the
+restored tests passed (red team attack4). So `scan` does two things:
+
+1. every expression that builds a string or a path is evaluated over the source's own
+   bindings: its assignments (every scope merged: more values, never fewer), loop
+   targets over literal collections, `pytest.mark.parametrize` values. Each value is a
+   pattern whose unknown parts are `*` (`HERE / (base + ext)` is `*/expected.json`); the
+   patterns join the literals as names the test may read;
+2. a source is *opaque* where a call that reads, lists or imports files (`open`,
+   `read_text`, `iterdir`, `glob`, `os.listdir`, `os.walk`, `import_module`,
+   `__import__`, `pkgutil.get_data`, `importlib.resources`, `runpy.run_path`,
+   `pandas.read_csv`…) is given a name whose pattern names nothing (fewer than two known
+   characters besides `*`, `/` and `.`: `*`, `*/*`), or an import a module name with any
+   unknown part. What an opaque test reads is unknowable, so the tree restores every data
+   file of the template (the fail-closed rule; see `tree`).
+
+Reading the test's own source (`open(__file__)`) is not data and never opaque. A reader
+this module does not know (a C extension opening a path) is not seen: such a test names
+its files by literal almost always, and those are restored anyway.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import itertools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+STAR = "*"
+_UNKNOWN: frozenset[str] = frozenset({STAR})
+#: Most values one expression may take before it is taken as unknown (`*`).
+_MAX_VALUES = 64
+#: How deep a value is followed through names and calls before it is unknown.
+_MAX_DEPTH = 24
+#: A source is read for names only up to this size (a template's, so small).
+MAX_SOURCE = 4 * 1024 * 1024
+
+#: A `%` conversion or a `str.format` field: the part of a name computed at run time.
+_PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*[0-9*]*(?:\.[0-9*]+)?[a-zA-Z%]")
+_FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
+_STARS = re.compile(r"\*+")
+
+#: Functions whose first argument is a file or folder they read or list (`open(p)`,
+#: `os.listdir(d)`, `glob.glob(pattern)`, `pandas.read_csv(p)`, `shutil.copy(src, …)`).
+_READERS = frozenset(
+    {"open", "listdir", "scandir", "iglob", "run_path", "loadtxt", "genfromtxt", "fromfile",
+     "read_csv", "read_json", "read_table", "read_excel", "read_parquet", "read_pickle",
+     "read_fwf", "read_feather", "read_hdf", "read_xml", "copyfile", "copytree", "FileIO",
+     "ZipFile"}
+)  # fmt: skip
+#: Readers whose name is common elsewhere (`ast.walk`, `re.glob`…): only of these modules.
+_MODULE_READERS = {
+    "walk": "os",
+    "fwalk": "os",
+    "glob": "glob",
+    "input": "fileinput",
+    "getline": "linecache",
+    "getlines": "linecache",
+}
+#: Methods that read or list the path they are called on (`(HERE / n).read_text()`).
+_PATH_READERS = frozenset({"read_text", "read_bytes", "open", "iterdir", "walk"})
+#: Methods that list the path they are called on by a pattern (`HERE.glob(p)`).
+_PATH_GLOBS = frozenset({"glob", "rglob"})
+#: Functions naming a resource of a package (`pkgutil.get_data(pkg, name)`,
+#: `importlib.resources.read_text(pkg, name)`): every argument is part of the name.
+_RESOURCE_READERS = frozenset(
+    {"get_data", "read_text", "read_binary", "open_text", "open_binary", "path", "contents",
+     "is_resource", "files", "spec_from_file_location", "SourceFileLoader"}
+)  # fmt: skip
+_RESOURCE_MODULES = frozenset({"pkgutil", "resources", "importlib_resources", "util"})
+#: Functions importing a module by its name as a string.
+_IMPORTERS = frozenset({"import_module", "__import__", "run_module"})
+#: Calls whose value is their argument's as a path (`Path(a, b)` joins; `str(p)`).
+_PATH_MAKERS = frozenset({"Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath"})
+_SAME_VALUE = frozenset({"str", "fspath", "abspath", "realpath", "normpath", "expanduser"})
+_SAME_VALUE_METHODS = frozenset({"resolve", "absolute", "expanduser", "as_posix", "strip"})
+
+
+@dataclass(frozen=True)
+class SourceNames:
+    """What `scan` found in one source."""
+
+    #: String literals and the patterns of computed names (`*/expected.json`).
+    names: frozenset[str] = frozenset()
+    #: Modules imported by a name computed from literals (`import_module("exp" + "ected")`).
+    imports: frozenset[str] = frozenset()
+    #: Where the source reads a name that cannot be known ("line 12: open(...)"); empty
+    #: when every name it reads is a literal or a pattern of one.
+    opaque: tuple[str, ...] = field(default=())
+
+
+class _Each:
+    """A loop target: one element of `node` (an iterable) at a time."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: ast.expr) -> None:
+        self.node = node
+
+
+_Binding = ast.expr | _Each | str
+
+
+def _product(left: frozenset[str], right: frozenset[str], sep: str) -> frozenset[str]:
+    if len(left) * len(right) > _MAX_VALUES:
+        return _UNKNOWN
+    return frozenset(_STARS.sub(STAR, a + sep + b) for a, b in itertools.product(left, right))
+
+
+def names_nothing(pattern: str) -> bool:
+    """A pattern that could be any file (`*`, `*/*`, `./*`): fewer than two known
+    characters besides glob characters, `/` and `.`."""
+    return len(re.sub(r"[*?\[\]/.]", "", pattern)) < 2
+
+
+class _Flow:
+    """The values each name of one source may take."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.bindings: dict[str, list[_Binding]] = {}
+        self.modules: set[str] = set()  # names bound by `import x` (and `from x import y`)
+        self.origins: dict[str, str] = {}  # `from os import walk`: walk -> os
+        self._memo: dict[str, frozenset[str]] = {}
+        self._active: set[str] = set()
+        for node in ast.walk(tree):
+            self._collect(node)
+
+    def _bind(self, target: ast.AST, value: _Binding) -> None:
+        if isinstance(target, ast.Name):
+            self.bindings.setdefault(target.id, []).append(value)
+        elif isinstance(target, ast.Tuple | ast.List):
+            elements = value.elts if isinstance(value, ast.Tuple | ast.List) else None
+            if elements is not None and len(elements) == len(target.elts):
+                for sub, element in zip(target.elts, elements, strict=True):
+                    self._bind(sub, element)
+            else:  # unpacked from something unknown (`a, b = pair`)
+                for sub in target.elts:
+                    self._bind(sub, STAR)
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, STAR)
+
+    def _collect(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                self.modules.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                # A module or a value of one: both unknown as strings.
+                self.modules.add(alias.asname or alias.name)
+                self.origins[alias.asname or alias.name] = (node.module or "").split(".")[0]
+                self.bindings.setdefault(alias.asname or alias.name, []).append(STAR)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind(target, node.value)
+        elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None:
+            self._bind(node.target, node.value)
+        elif isinstance(node, ast.AugAssign):
+            self._bind(node.target, ast.BinOp(left=node.target, op=node.op, right=node.value))
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            self._bind(node.target, _Each(node.iter))
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            self._bind(node.optional_vars, STAR)  # a file object, not a name
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self.bindings.setdefault(node.name, []).append(STAR)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            self._parameters(node)
+
+    def _parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        """A function's parameters are unknown, except the values a
+        `pytest.mark.parametrize` gives them."""
+        given: set[str] = set()
+        for decorator in getattr(node, "decorator_list", ()):
+            if (
+                isinstance(decorator, ast.Call)
+                and isinstance(decorator.func, ast.Attribute)
+                and decorator.func.attr == "parametrize"
+                and len(decorator.args) >= 2
+            ):
+                given |= self._parametrize(decorator.args[0], decorator.args[1])
+        arguments = node.args
+        for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]:
+            if arg.arg not in given:
+                self.bindings.setdefault(arg.arg, []).append(STAR)
+        for extra in (arguments.vararg, arguments.kwarg):
+            if extra is not None:
+                self.bindings.setdefault(extra.arg, []).append(STAR)
+
+    def _parametrize(self, names_node: ast.expr, values: ast.expr) -> set[str]:
+        if isinstance(names_node, ast.Constant) and isinstance(names_node.value, str):
+            names = [n.strip() for n in names_node.value.split(",") if n.strip()]
+        elif isinstance(names_node, ast.Tuple | ast.List) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in names_node.elts
+        ):
+            names = [str(e.value) for e in names_node.elts if isinstance(e, ast.Constant)]
+        else:
+            return set()
+        if not isinstance(values, ast.List | ast.Tuple):
+            return set()  # unknown values: the parameters stay unknown
+        for case in values.elts:
+            if isinstance(case, ast.Call) and case.args:  # pytest.param(…, id=…)
+                row: list[ast.expr] = list(case.args)
+            elif len(names) == 1:
+                row = [case]
+            elif isinstance(case, ast.Tuple | ast.List):
+                row = list(case.elts)
+            else:
+                row = []
+            for i, name in enumerate(names):
+                self.bindings.setdefault(name, []).append(row[i] if i < len(row) else STAR)
+        return set(names)
+
+    # ------------------------------------------------------------------ values
+    def name(self, name: str, depth: int) -> frozenset[str]:
+        if name in self._memo:
+            return self._memo[name]
+        bindings = self.bindings.get(name)
+        if not bindings or name in self._active or depth > _MAX_DEPTH:
+            return _UNKNOWN  # unbound here (a builtin, `__file__`), a cycle, too deep
+        self._active.add(name)
+        found: set[str] = set()
+        for binding in bindings:
+            if isinstance(binding, str):
+                found.add(binding)
+            elif isinstance(binding, _Each):
+                found |= self.each(binding.node, depth + 1)
+            else:
+                found |= self.value(binding, depth + 1)
+            if len(found) > _MAX_VALUES:
+                found = {STAR}
+                break
+        self._active.discard(name)
+        self._memo[name] = frozenset(found)
+        return self._memo[name]
+
+    def each(self, node: ast.expr, depth: int) -> frozenset[str]:
+        """The values of one element of the iterable `node`."""
+        if depth > _MAX_DEPTH:
+            return _UNKNOWN
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            found: set[str] = set()
+            for element in node.elts:
+                found |= (
+                    _UNKNOWN if isinstance(element, ast.Starred) else self.value(element, depth + 1)
+                )
+            return frozenset(found) if len(found) <= _MAX_VALUES else _UNKNOWN
+        if isinstance(node, ast.Name):
+            found = set()
+            for binding in self.bindings.get(node.id, [STAR]):
+                found |= (
+                    _UNKNOWN if not isinstance(binding, ast.expr) else self.each(binding, depth + 1)
+                )
+            return frozenset(found) if len(found) <= _MAX_VALUES else _UNKNOWN
+        if isinstance(node, ast.GeneratorExp | ast.ListComp | ast.SetComp):
+            return self.value(node.elt, depth + 1)
+        if isinstance(node, ast.Call) and node.args:
+            func = _func_name(node.func)
+            if func in ("sorted", "list", "tuple", "set", "reversed", "frozenset"):
+                return self.each(node.args[0], depth + 1)
+            if func in ("glob", "iglob") and _is_reader(node.func, func, self):
+                return self.value(node.args[0], depth + 1)  # the paths it matches
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("glob", "rglob", "iterdir")
+            and not _is_module_call(node.func, self.modules)
+        ):
+            under = self.value(node.func.value, depth + 1)
+            pattern = self.value(node.args[0], depth + 1) if node.args else _UNKNOWN
+            return _product(under, pattern, "/")
+        return _UNKNOWN
+
+    def value(self, node: ast.AST, depth: int = 0) -> frozenset[str]:
+        """The patterns of the string (or path) `node` may be."""
+        if depth > _MAX_DEPTH:
+            return _UNKNOWN
+        if isinstance(node, ast.Constant):
+            return frozenset({node.value}) if isinstance(node.value, str) else _UNKNOWN
+        if isinstance(node, ast.Name):
+            return self.name(node.id, depth + 1)
+        if isinstance(node, ast.JoinedStr):
+            found = frozenset({""})
+            for part in node.values:
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    piece = frozenset({part.value})
+                elif (
+                    isinstance(part, ast.FormattedValue)
+                    and part.conversion in (-1, 115)  # none, or !s
+                    and part.format_spec is None
+                ):
+                    piece = self.value(part.value, depth + 1)
+                else:
+                    piece = _UNKNOWN
+                found = _product(found, piece, "")
+            return found
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Add):
+                return _product(
+                    self.value(node.left, depth + 1), self.value(node.right, depth + 1), ""
+                )
+            if isinstance(node.op, ast.Div):  # a path joined (`HERE / name`)
+                return _product(
+                    self.value(node.left, depth + 1), self.value(node.right, depth + 1), "/"
+                )
+            if (
+                isinstance(node.op, ast.Mod)
+                and isinstance(node.left, ast.Constant)
+                and isinstance(node.left.value, str)
+            ):
+                return frozenset({_PERCENT_FIELD.sub(STAR, node.left.value)})
+        if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
+            # One element of a collection (`sorted(glob("cases/v*.json"))[-1]`); a
+            # string's character or a mapping's value is unknown (`*`) either way.
+            return self.each(node.value, depth + 1)
+        if isinstance(node, ast.IfExp):
+            return self.value(node.body, depth + 1) | self.value(node.orelse, depth + 1)
+        if isinstance(node, ast.BoolOp):
+            either: set[str] = set()
+            for operand in node.values:
+                either |= self.value(operand, depth + 1)
+            return frozenset(either) if len(either) <= _MAX_VALUES else _UNKNOWN
+        if isinstance(node, ast.Call):
+            return self._call(node, depth + 1)
+        return _UNKNOWN
+
+    def _joined(self, parts: list[ast.expr], depth: int, sep: str = "/") -> frozenset[str]:
+        if not parts or any(isinstance(p, ast.Starred) for p in parts):
+            return _UNKNOWN
+        found = self.value(parts[0], depth)
+        for part in parts[1:]:
+            found = _product(found, self.value(part, depth), sep)
+        return found
+
+    def _call(self, node: ast.Call, depth: int) -> frozenset[str]:
+        func, args = node.func, node.args
+        name = _func_name(func)
+        if isinstance(func, ast.Attribute):
+            owner = func.value
+            if (
+                name == "format"
+                and isinstance(owner, ast.Constant)
+                and isinstance(owner.value, str)
+            ):
+                return frozenset({_FORMAT_FIELD.sub(STAR, owner.value)})
+            if name == "join" and isinstance(owner, ast.Constant) and isinstance(owner.value, str):
+                if len(args) == 1 and isinstance(args[0], ast.List | ast.Tuple):
+                    return self._joined(list(args[0].elts), depth, owner.value)
+                return _UNKNOWN
+            if name == "join" and _is_module_call(func, self.modules):  # os.path.join
+                return self._joined(list(args), depth)
+            if name == "joinpath":
+                return self._joined([owner, *args], depth)
+            if name in ("with_suffix", "with_stem", "with_name") and args:
+                text = self.value(args[0], depth)
+                if name == "with_suffix":
+                    return frozenset(STAR + t for t in text)
+                return frozenset(t + ".*" for t in text) if name == "with_stem" else text
+            if name in _SAME_VALUE_METHODS and not _is_module_call(func, self.modules):
+                return self.value(owner, depth)
+        if name in _PATH_MAKERS and args:
+            return self._joined(list(args), depth)
+        if name in _SAME_VALUE and args:
+            return self.value(args[0], depth)
+        return _UNKNOWN
+
+
+def _func_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_module_call(func: ast.expr, modules: set[str]) -> bool:
+    """`os.path.join(…)`, `glob.glob(…)`: a function of an imported module (or a name
+    imported from one), not a method of a value."""
+    if isinstance(func, ast.Name):
+        return True
+    return isinstance(func, ast.Attribute) and _root(func.value) in modules
+
+
+def _is_own_file(node: ast.expr) -> bool:
+    """`__file__`, `Path(__file__)`: the test reading its own source, not data."""
+    if isinstance(node, ast.Call) and _func_name(node.func) in _PATH_MAKERS and len(node.args) == 1:
+        node = node.args[0]
+    return isinstance(node, ast.Name) and node.id == "__file__"
+
+
+def _is_reader(func: ast.expr, name: str | None, flow: _Flow) -> bool:
+    if name in _READERS:
+        return True
+    module = _MODULE_READERS.get(name or "")
+    if module is None:
+        return False
+    if isinstance(func, ast.Name):  # `from os import walk`, never the builtin `input`
+        return flow.origins.get(func.id) == module
+    return isinstance(func, ast.Attribute) and _root(func.value) == module
+
+
+def scan(path: Path) -> SourceNames:
+    """The names a Python source may read, and where it reads one that cannot be known
+    (see the module docstring). A source that cannot be read or parsed names nothing and
+    is not opaque (it runs nothing either). Cached by the file's identity and time: one
+    grading tree asks about each test source several times."""
+    try:
+        info = path.stat()
+    except OSError:
+        return SourceNames()
+    if info.st_size > MAX_SOURCE:
+        return SourceNames()
+    return _scan_file(str(path), info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=512)
+def _scan_file(path: str, inode: int, size: int, mtime_ns: int) -> SourceNames:
+    del inode, size, mtime_ns  # the cache key: the same file, unchanged
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return SourceNames()
+    try:
+        return _scan(tree)
+    except RecursionError:
+        # Expressions nested past Python's limit: nothing can be said of what it reads.
+        return SourceNames(opaque=("the source nests too deep to be read",))
+
+
+def _scan(tree: ast.Module) -> SourceNames:
+    flow = _Flow(tree)
+    names: set[str] = set()
+    imports: set[str] = set()
+    opaque: list[str] = []
+
+    def read(node: ast.AST, values: frozenset[str], what: str) -> None:
+        names.update(v for v in values if not names_nothing(v))
+        if any(names_nothing(v) for v in values):
+            opaque.append(f"line {getattr(node, 'lineno', 0)}: {what}")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
+            names.add(node.value)
+            continue
+        if isinstance(node, ast.BinOp | ast.JoinedStr | ast.Call):
+            # A computed name, as patterns: its tail past unknown folders too
+            # (`*/expected.json` is also `expected.json`, relative to the root or test).
+            for value in flow.value(node):
+                if value.strip("*/"):
+                    names.add(value)
+                    tail = re.sub(r"^(?:\*/)+", "", value)
+                    if tail != value and tail.strip("*"):
+                        names.add(tail)
+        if not isinstance(node, ast.Call):
+            continue
+        func, args = node.func, node.args
+        name = _func_name(func)
+        module_call = _is_module_call(func, flow.modules)
+        if name in _IMPORTERS and args:
+            modules = flow.value(args[0])
+            if any(STAR in m for m in modules):
+                opaque.append(f"line {node.lineno}: {name}() of a computed module name")
+            imports.update(m for m in modules if STAR not in m)
+        elif (
+            name in _RESOURCE_READERS
+            and isinstance(func, ast.Attribute)
+            and (_root(func.value) or "").split(".")[-1] in _RESOURCE_MODULES | {"importlib"}
+            and module_call
+        ):
+            parts = [flow.value(a) for a in args]
+            if not parts or any(names_nothing(v) for part in parts for v in part):
+                opaque.append(f"line {node.lineno}: {name}() of a package resource")
+            for combined in itertools.islice(itertools.product(*parts), _MAX_VALUES):
+                # `get_data("data.sets", "cases.json")`: data/sets/cases.json.
+                names.add("/".join([*(p.replace(".", "/") for p in combined[:-1]), combined[-1]]))
+        elif module_call and _is_reader(func, name, flow):
+            target = (
+                args[0]
+                if args
+                else next(
+                    (k.value for k in node.keywords if k.arg in ("file", "path", "fname")), None
+                )
+            )
+            if target is not None and not _is_own_file(target):
+                read(node, flow.value(target), f"{name}() of a name no literal spells")
+        elif isinstance(func, ast.Attribute) and not module_call:
+            if name in _PATH_READERS:
+                if not _is_own_file(func.value):
+                    read(node, flow.value(func.value), f".{name}() of a path no literal spells")
+            elif name in _PATH_GLOBS:
+                pattern = flow.value(args[0]) if args else _UNKNOWN
+                read(node, _product(flow.value(func.value), pattern, "/"), f".{name}()")
+    return SourceNames(frozenset(names), frozenset(imports), tuple(opaque))
