@@ -248,6 +248,11 @@ def is_secret_key(key: str) -> bool:
     return name in {"token", "bearer"} or name.endswith("_token")
 
 
+def bearer_value(text: str) -> bool:
+    """True when a string value is an authorization header's `Bearer <credential>`."""
+    return _BEARER_VALUE.match(text) is not None
+
+
 def redact(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of `payload` with every secret value replaced by `REDACTED`."""
     return {key: _redact_entry(key, value) for key, value in payload.items()}
@@ -264,7 +269,7 @@ def _redact_value(value: Any) -> Any:
         return {k: _redact_entry(k, v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_redact_value(item) for item in value]
-    if isinstance(value, str) and _BEARER_VALUE.match(value):
+    if isinstance(value, str) and bearer_value(value):
         return REDACTED
     return value
 
