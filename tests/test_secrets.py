@@ -7,6 +7,7 @@ import base64
 import json
 import sqlite3
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -155,6 +156,30 @@ def test_json_data_is_redacted_in_keys_and_nested_values() -> None:
         "SecretValues(['AWS_SECRET_ACCESS_KEY', 'GITHUB_TOKEN', 'MY_SERVICE_TOKEN', "
         "'OPENAI_API_KEY'])"
     )
+
+
+def test_json_walk_redacts_subclasses_and_other_mappings_like_their_base() -> None:
+    """The walk takes exact dicts, lists and strs first; a subclass or another mapping
+    gets the same rules (and a tuple stays a tuple)."""
+
+    class Text(str):
+        pass
+
+    class Rows(list[Any]):
+        pass
+
+    data = {
+        "s": Text(f"a {KEY}"),
+        "m": MappingProxyType({"k": f"{TOKEN}"}),
+        "r": Rows([KEY]),
+        "t": (KEY, 1),
+        "f": 0.5,
+        "b": True,
+    }
+    cleaned = SECRETS.redact_json(data)
+    assert leaks(json.dumps({k: v if k != "m" else dict(v) for k, v in cleaned.items()})) == []
+    assert cleaned["m"] == {"k": "[REDACTED:GITHUB_TOKEN]"} and isinstance(cleaned["t"], tuple)
+    assert cleaned["f"] == 0.5 and cleaned["b"] is True
 
 
 # -- the workspace's exits ----------------------------------------------------------------

@@ -238,23 +238,41 @@ class SecretValues:
         return self._redact_any(value)
 
     def _redact_any(self, value: Any) -> Any:
+        # Exact types first: `isinstance(value, Mapping)` is an ABC check (a Python-level
+        # call), the slowest step of this walk over the plain JSON almost every caller
+        # hands it. Subclasses and other mappings get the same rules below.
+        kind = type(value)
+        if kind is str:
+            return self.redact(value)
+        if kind is dict:
+            return self._redact_mapping(value)
+        if kind is list or kind is tuple:
+            return self._redact_sequence(value)
+        if kind is int or kind is float or kind is bool or value is None:
+            return value
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, Mapping):
-            changed = False
-            out: dict[Any, Any] = {}
-            for key, item in value.items():
-                new_key = self.redact(key) if isinstance(key, str) else key
-                new_item = self._redact_any(item)
-                changed = changed or new_key is not key or new_item is not item
-                out[new_key] = new_item
-            return out if changed or not isinstance(value, dict) else value
+            return self._redact_mapping(value)
         if isinstance(value, list | tuple):
-            items = [self._redact_any(item) for item in value]
-            if all(new is old for new, old in zip(items, value, strict=True)):
-                return value
-            return items if isinstance(value, list) else tuple(items)
+            return self._redact_sequence(value)
         return value
+
+    def _redact_mapping(self, value: Mapping[Any, Any]) -> Any:
+        changed = False
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key = self.redact(key) if isinstance(key, str) else key
+            new_item = self._redact_any(item)
+            changed = changed or new_key is not key or new_item is not item
+            out[new_key] = new_item
+        return out if changed or not isinstance(value, dict) else value
+
+    def _redact_sequence(self, value: list[Any] | tuple[Any, ...]) -> Any:
+        items = [self._redact_any(item) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
 
 
 def _merged(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
