@@ -183,3 +183,58 @@ def test_nan_is_still_refused_with_the_store_message(tmp_path: Path) -> None:
         run = s.create_run("t")
         with pytest.raises(StoreError, match="cannot be stored as JSON"):
             s.append(run, "note", {"x": float("nan")})
+
+
+# -- the event hash's encoding -------------------------------------------------------------
+
+
+def reference_json(value: Any) -> str:
+    """The hash rule's encoding, spelled out (harness.record.events module doc)."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.one_of(
+        st.text(),
+        st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x7F)),
+        st.integers(),
+        st.booleans(),
+        PAYLOADS,
+    )
+)
+def test_the_shared_encoder_and_the_scalar_shortcut_write_the_reference_text(value: Any) -> None:
+    from harness.record.events import _scalar_json, canonical_json
+
+    assert canonical_json(value) == reference_json(value)
+    if isinstance(value, str | int):
+        assert _scalar_json(value) == reference_json(value)
+
+
+def test_an_event_hash_is_the_sha256_of_the_reference_encoding() -> None:
+    import hashlib
+
+    from harness.record.events import event_hash
+
+    fields = {
+        "run_id": 'r"un\\id\u00e9\n',  # what a tampered row may hold: escapes, non-ASCII
+        "seq": 3,
+        "kind": "note",
+        "round": 0,
+        "at": "2026-12-06T02:28:15.123456Z",
+        "payload": {"b": [1, "x"], "a": None},
+        "prev_hash": "0" * 64,
+    }
+    expected = hashlib.sha256(reference_json(fields).encode("utf-8")).hexdigest()
+    got = event_hash(
+        run_id=fields["run_id"],
+        seq=3,
+        kind="note",
+        round_=0,
+        at=fields["at"],
+        payload=fields["payload"],
+        prev_hash=fields["prev_hash"],
+    )
+    assert got == expected

@@ -279,14 +279,14 @@ async def run_task(
     workspace = workspace_for(store, run_id, task)
     grading = grading_sources(store, run_id, task)
     # Not waited for: the orchestrator's first commit follows it (one writer, in order),
-    # and a failure here fails that one too.
-    store.commit_later(
-        run_id,
-        [
-            store.stage(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
-            for entry in lifecycle.history
-        ],
-    )
+    # and a failure here fails that one too. A task that starts `created` has no history
+    # yet: nothing to hand the writer (an empty write would still read and check the head).
+    started = [
+        store.stage(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+        for entry in lifecycle.history
+    ]
+    if started:
+        store.commit_later(run_id, started)
     orchestrator = Orchestrator(
         task=task,
         client=client,
