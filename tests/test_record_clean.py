@@ -122,6 +122,19 @@ def test_known_cases_are_cleaned_like_the_general_path() -> None:
     assert math.copysign(1.0, got["n"]) == -1.0
 
 
+def test_what_is_remembered_of_a_string_holds_for_its_set_of_secrets_only() -> None:
+    """Short strings are cleaned once per set of secrets: a value that was plain text
+    for one set is redacted once a set that knows it is in use, and back."""
+    payload = {"text": "hunter2hunter2", "hunter2hunter2": 1}
+    before = SecretValues([("A_KEY", "something-else-entirely")])
+    assert clean_plain(payload, before) == payload
+    got = clean_plain(payload, KNOWN)
+    assert got == general(payload, KNOWN)
+    assert got == {"text": "[REDACTED:OTHER_TOKEN]", "[REDACTED:OTHER_TOKEN]": 1}
+    assert clean_plain(payload, before) == payload
+    assert clean_plain(payload, SecretValues()) == payload
+
+
 def test_the_result_shares_no_container_with_the_payload() -> None:
     inner = {"a": [1, 2]}
     payload: dict[str, Any] = {"inner": inner, "rows": [inner]}

@@ -146,6 +146,24 @@ def test_ordinary_text_is_left_alone_and_nothing_changed_is_the_same_object() ->
     assert SecretValues().redact(KEY) == KEY
 
 
+def test_nothing_changed_is_the_same_object_the_second_time_too() -> None:
+    """The memo of short texts answers "nothing to redact" with the text it is given,
+    not the equal text it first saw: an equal payload built again (every round, every
+    task) is recognised as unchanged by identity, and not copied."""
+    known = SecretValues([("OPENAI_API_KEY", KEY)])
+
+    def build() -> dict[str, Any]:
+        return {"state": "".join(["run", "ning"]), "rows": ["".join(["a", "b"])], "n": 1}
+
+    for _ in range(3):
+        data = build()
+        assert known.redact_json(data) is data
+    text = "".join(["plain ", "words"])
+    assert known.redact(text) is text and known.redact("".join(["plain ", "words"])) is not text
+    assert known.redact(f"x{KEY}") == "x[REDACTED:OPENAI_API_KEY]"
+    assert known.redact(f"x{KEY}") == "x[REDACTED:OPENAI_API_KEY]"  # from the memo
+
+
 def test_json_data_is_redacted_in_keys_and_nested_values() -> None:
     data = {KEY: [{"deep": f"x{TOKEN}x"}, (AWS, 3)], "n": 1.5}
     cleaned = SECRETS.redact_json(data)

@@ -100,7 +100,8 @@ class SecretValues:
         self._by_value = by_value
         self._forms: list[tuple[str, str]] | None = None  # (form, label), longest first
         self._grams: dict[str, list[tuple[int, int]]] | None = None
-        self._memo: dict[str, str] = {}  # short text -> redacted (`redact`)
+        # short text -> its redaction, or None: nothing to redact (`redact`)
+        self._memo: dict[str, str | None] = {}
 
     @classmethod
     def of(cls, mapping: Mapping[str, str]) -> SecretValues:
@@ -209,12 +210,18 @@ class SecretValues:
             return self._redact(text)
         # Short texts repeat (a payload's keys, states, kinds, tool names): each is
         # scanned once per set. The set never changes, so neither does the answer.
-        done = self._memo.get(text)
-        if done is None:
+        try:
+            done = self._memo[text]
+        except KeyError:
             if len(self._memo) >= _MEMO_MAX_ENTRIES:
                 self._memo.clear()
-            done = self._memo[text] = self._redact(text)
-        return done
+            redacted = self._redact(text)
+            done = self._memo[text] = None if redacted is text else redacted
+        # Text without a secret comes back as the very object given (not the equal one
+        # first memoised): callers tell "nothing changed" by identity and then reuse what
+        # they have (`redact_json`, the reply and request redaction), instead of copying
+        # and validating it again.
+        return text if done is None else done
 
     def _redact(self, text: str) -> str:
         spans = self.spans(text)
