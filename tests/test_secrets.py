@@ -162,6 +162,14 @@ def test_nothing_changed_is_the_same_object_the_second_time_too() -> None:
     assert known.redact(text) is text and known.redact("".join(["plain ", "words"])) is not text
     assert known.redact(f"x{KEY}") == "x[REDACTED:OPENAI_API_KEY]"
     assert known.redact(f"x{KEY}") == "x[REDACTED:OPENAI_API_KEY]"  # from the memo
+    # Longer texts (a contract every run sends) alike; past the bound, scanned each time.
+    for size in (300, 20_000):
+        long_text = "".join(["word "] * (size // 5))
+        assert known.redact(long_text) is long_text
+        again = "".join(["word "] * (size // 5))
+        assert known.redact(again) is again
+        cut = f"{long_text[:-40]} {KEY[:20]}"  # a cut piece, in a long text
+        assert KEY[:20] not in known.redact(cut) and KEY[:20] not in known.redact(cut)
 
 
 def test_json_data_is_redacted_in_keys_and_nested_values() -> None:

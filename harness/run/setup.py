@@ -45,16 +45,33 @@ def budgets_of(task: Task) -> list[Budget]:
         (BudgetKind.TIME, spec.time),
     ):
         if section is not None:
-            found.append(
-                Budget(
+            # By each amount's repr: 0.0 and -0.0 (or 1 and 1.0) are equal keys of a dict
+            # but not the same record (`-0.0` is what the row would show).
+            key = (
+                kind,
+                repr(section.limit),
+                repr(section.used),
+                repr(section.reserve_audit),
+                repr(section.reserve_summary),
+            )
+            budget = _BUDGETS.get(key)
+            if budget is None:
+                if len(_BUDGETS) >= 256:
+                    _BUDGETS.clear()
+                budget = _BUDGETS[key] = Budget(
                     kind=kind,
                     limit=section.limit,
                     used=section.used,
                     reserve_audit=section.reserve_audit,
                     reserve_summary=section.reserve_summary,
                 )
-            )
+            found.append(budget)
     return found
+
+
+# Every run of a batch's task starts from the same budgets: each is made (and validated)
+# once per distinct kind and amounts, and is frozen, so ledgers may share it.
+_BUDGETS: dict[tuple[BudgetKind, str, str, str, str], Budget] = {}
 
 
 def lifecycle_of(task: Task) -> Lifecycle:

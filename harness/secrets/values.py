@@ -43,6 +43,8 @@ _FRAGMENT_MIN_DISTINCT: Final = 5
 _MIN_FORM_CHARS: Final = 8
 _MEMO_MAX_CHARS: Final = 256
 _MEMO_MAX_ENTRIES: Final = 8192
+_LONG_MEMO_MAX_CHARS: Final = 16384
+_LONG_MEMO_MAX_ENTRIES: Final = 64  # at most 1 MiB of text held
 _LABEL_NAME = re.compile(r"[^A-Za-z0-9_]+")
 
 assert _GRAM + _STEP - 1 <= FRAGMENT_MIN_CHARS
@@ -102,6 +104,7 @@ class SecretValues:
         self._grams: dict[str, list[tuple[int, int]]] | None = None
         # short text -> its redaction, or None: nothing to redact (`redact`)
         self._memo: dict[str, str | None] = {}
+        self._long_memo: dict[str, str | None] = {}  # the same, for longer texts
 
     @classmethod
     def of(cls, mapping: Mapping[str, str]) -> SecretValues:
@@ -206,17 +209,27 @@ class SecretValues:
 
     def redact(self, text: str) -> str:
         """`text` with every secret (and recognisable piece of one) replaced by its label."""
-        if len(text) > _MEMO_MAX_CHARS:
-            return self._redact(text)
-        # Short texts repeat (a payload's keys, states, kinds, tool names): each is
-        # scanned once per set. The set never changes, so neither does the answer.
+        size = len(text)
+        if size > _MEMO_MAX_CHARS:
+            if size > _LONG_MEMO_MAX_CHARS:
+                return self._redact(text)
+            # A long text that repeats is the system contract every run of a batch sends
+            # (its own object each time): a few entries, bounded in size, spare a scan of
+            # it per run; a text seen once only passes through.
+            memo = self._long_memo
+            limit = _LONG_MEMO_MAX_ENTRIES
+        else:
+            # Short texts repeat (a payload's keys, states, kinds, tool names): each is
+            # scanned once per set. The set never changes, so neither does the answer.
+            memo = self._memo
+            limit = _MEMO_MAX_ENTRIES
         try:
-            done = self._memo[text]
+            done = memo[text]
         except KeyError:
-            if len(self._memo) >= _MEMO_MAX_ENTRIES:
-                self._memo.clear()
+            if len(memo) >= limit:
+                memo.clear()
             redacted = self._redact(text)
-            done = self._memo[text] = None if redacted is text else redacted
+            done = memo[text] = None if redacted is text else redacted
         # Text without a secret comes back as the very object given (not the equal one
         # first memoised): callers tell "nothing changed" by identity and then reuse what
         # they have (`redact_json`, the reply and request redaction), instead of copying
