@@ -190,7 +190,26 @@ class BudgetLedger:
     def exhausted(self) -> list[Budget]:
         """The budgets whose remaining is ≤ 0. Check this BEFORE every model call of the
         agent: any entry means commit `stopped|reason:budget` and call nothing."""
-        return [budget for budget in self.budgets() if budget.exhausted]
+        # Decided on the amounts (`Budget.remaining`'s arithmetic on the same numbers);
+        # a Budget is made only for one that is exhausted.
+        return [
+            self._snapshot(account, None)
+            for account in self._accounts.values()
+            if self._remaining(account) <= 0
+        ]
+
+    def overrun(self) -> list[Budget]:
+        """The budgets whose remaining is < 0: spent past their limit (a reply may overrun
+        by the estimate error of one call)."""
+        return [
+            self._snapshot(account, None)
+            for account in self._accounts.values()
+            if self._remaining(account) < 0
+        ]
+
+    def _remaining(self, account: _Account) -> float:
+        used, reserve_audit, reserve_summary = self._amounts(account)
+        return account.start.limit - used - reserve_audit - reserve_summary
 
     def room(self, kind: BudgetKind, pool: Pool = Pool.WORK) -> Amount | None:
         """What `pool` may still spend of `kind` (None when there is no such budget).
@@ -226,7 +245,8 @@ class BudgetLedger:
     def _snapshot(self, account: _Account, round_n: int | None) -> Budget:
         return self._built_now(account, round_n).budget
 
-    def _built_now(self, account: _Account, round_n: int | None) -> _Built:
+    def _amounts(self, account: _Account) -> tuple[float, float, float]:
+        """used and the two reserves left, as a snapshot shows them now."""
         start = account.start
         used: float = start.used + account.charged
         reserve_audit = max(0.0, start.reserve_audit - account.audit_spent)
@@ -235,6 +255,11 @@ class BudgetLedger:
             used = _ceil_ms(used + max(0.0, self._clock() - self._started))
             reserve_audit = _ceil_ms(reserve_audit) if reserve_audit else 0.0
             reserve_summary = _ceil_ms(reserve_summary) if reserve_summary else 0.0
+        return used, reserve_audit, reserve_summary
+
+    def _built_now(self, account: _Account, round_n: int | None) -> _Built:
+        start = account.start
+        used, reserve_audit, reserve_summary = self._amounts(account)
         key: _SnapshotKey = (used, reserve_audit, reserve_summary, round_n)
         built = self._built.setdefault(start.kind, {})
         found = built.get(key)

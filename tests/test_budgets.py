@@ -368,3 +368,38 @@ def test_estimate_is_subadditive_and_above_four_bytes_per_token(a: str, b: str) 
     assert estimate_text_tokens(a + b) <= estimate_text_tokens(a) + estimate_text_tokens(b)
     assert estimate_text_tokens(a) >= math.ceil(len(a.encode("utf-8")) / 4)
     assert estimate_tokens(a) == estimate_text_tokens(a) + 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    charges=st.lists(
+        st.tuples(
+            st.sampled_from(["round", "tokens", "audit", "summary", "time", "tick"]),
+            st.integers(min_value=0, max_value=5000),
+        ),
+        max_size=12,
+    )
+)
+def test_exhausted_and_overrun_are_decided_as_the_budgets_would(
+    charges: list[tuple[str, int]],
+) -> None:
+    """`exhausted()` and `overrun()` decide on the amounts, without a Budget each: the
+    same budgets as `remaining <= 0` and `< 0` of the snapshots, after any charges."""
+    clock = FakeClock()
+    ledger = make_ledger(clock)
+    for what, amount in charges:
+        if what == "round":
+            ledger.charge_round()
+        elif what == "tokens":
+            ledger.charge_tokens(amount, 0)
+        elif what == "audit":
+            ledger.charge_audit(amount, 0)
+        elif what == "summary":
+            ledger.charge_summary(amount, 0)
+        elif what == "time":
+            ledger.charge_time(amount / 37)
+        else:
+            clock.now += amount / 13
+        budgets = ledger.budgets()
+        assert ledger.exhausted() == [b for b in budgets if b.remaining <= 0]
+        assert ledger.overrun() == [b for b in budgets if b.remaining < 0]

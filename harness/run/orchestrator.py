@@ -489,7 +489,7 @@ class Orchestrator:
             Segment(provenance=Provenance.AGENT, text=reply.text, tool_calls=reply.tool_calls)
         )
         results = [await self.run_tool(call) for call in reply.tool_calls]
-        overrun = [b for b in self.ledger.budgets() if b.remaining < 0]
+        overrun = self.ledger.overrun()
         feedback = self.read_proposals(reply, overrun_by=[f"{b.kind} ({b.id})" for b in overrun])
         self.record(EventKind.BUDGET_SNAPSHOT, {"budgets": self.ledger.rows_json(self.state.round)})
         ended = await self.after_reply(overrun_by=overrun)
