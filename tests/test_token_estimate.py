@@ -219,7 +219,16 @@ def _large_vocab_reference(text: str) -> float:
     text=st.one_of(
         st.text(),
         st.text(alphabet="aAbZ xyQ\t\n.,_(/@-9+=é中ö"),
-        st.sampled_from(["camelCase HTTPServer I a OK getURL x1y2z3w4v5 über 東京"]),
+        st.lists(
+            st.sampled_from(
+                [
+                    *("camelCase", "HTTPServer", "I", "a", "OK", "getURL", "x1y2z3w4v5"),
+                    *("über", "東京", "internationalization", "abcdefghij", "ABCDEFGHIJK"),
+                    *(" ", "  ", "\n", "._"),
+                ]
+            ),
+            max_size=30,
+        ).map("".join),
     )
 )
 def test_the_large_vocabulary_rule_counts_as_first_written(text: str) -> None:
