@@ -194,3 +194,15 @@ def test_the_objective_rubric_is_shared_and_frozen() -> None:
     ]
     with pytest.raises(ValueError):
         rubric.threshold = 0.5  # type: ignore[misc]
+
+
+def test_a_refused_template_is_still_bad_input_from_the_folder_thread(tmp_path: Path) -> None:
+    """The run's folders are made off the event loop: a template that cannot be copied
+    (a link out of it) is still the one clear input error, before any model call."""
+    from harness.inputs.errors import InputError
+
+    path = write_task(tmp_path / "task")
+    (tmp_path / "task" / "workspace" / "escape").symlink_to("/etc/passwd")
+    with RunStore(tmp_path / "r.db") as store, pytest.raises(InputError) as caught:
+        asyncio.run(run_task(load_task(path), store))
+    assert "E500" in str(caught.value) and "workspace" in str(caught.value)

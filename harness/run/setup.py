@@ -3,6 +3,7 @@ and the model client named by a model URI."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -222,6 +223,10 @@ def workspace_for(store: RunStore, run_id: str, task: Task) -> Workspace:
         raise InputError(task.source or task.folder, "E500", f"workspace: {err}") from None
 
 
+def _run_folders(store: RunStore, run_id: str, task: Task) -> tuple[Workspace, GradingSources]:
+    return workspace_for(store, run_id, task), grading_sources(store, run_id, task)
+
+
 def grading_sources(store: RunStore, run_id: str, task: Task) -> GradingSources:
     """The grader's snapshots of the template and of the hidden checks, in the run's
     folder (outside every sandbox), taken once when the run starts: the grader never
@@ -293,8 +298,10 @@ async def run_task(
         inputs=inputs,
         wait=False,
     )
-    workspace = workspace_for(store, run_id, task)
-    grading = grading_sources(store, run_id, task)
+    # Off the event loop: two folders made (a system call each, a third of a
+    # millisecond on a journaled disk) and the template and checks copied, while the
+    # other tasks of a batch go on.
+    workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
     # Not waited for: the orchestrator's first commit follows it (one writer, in order),
     # and a failure here fails that one too. A task that starts `created` has no history
     # yet: nothing to hand the writer (an empty write would still read and check the head).
