@@ -110,6 +110,12 @@ class BudgetLedger:
             if kind in by_kind:
                 number = len(self._accounts) + 1
                 self._accounts[kind] = _Account(id=f"b{number}", start=by_kind[kind])
+        # A round reads every budget several times (the check before the call, the
+        # ::BUDGET lines, the overrun check, the snapshot event, the result) with nothing
+        # charged in between. A Budget (frozen) and its row are a function of the
+        # account's constants and `_SnapshotKey`: each is built and validated once per
+        # key, not once per read.
+        self._built: dict[BudgetKind, dict[_SnapshotKey, _Built]] = {}
 
     # --- charging ---------------------------------------------------------------------
 
@@ -184,7 +190,26 @@ class BudgetLedger:
     def exhausted(self) -> list[Budget]:
         """The budgets whose remaining is ≤ 0. Check this BEFORE every model call of the
         agent: any entry means commit `stopped|reason:budget` and call nothing."""
-        return [budget for budget in self.budgets() if budget.exhausted]
+        # Decided on the amounts (`Budget.remaining`'s arithmetic on the same numbers);
+        # a Budget is made only for one that is exhausted.
+        return [
+            self._snapshot(account, None)
+            for account in self._accounts.values()
+            if self._remaining(account) <= 0
+        ]
+
+    def overrun(self) -> list[Budget]:
+        """The budgets whose remaining is < 0: spent past their limit (a reply may overrun
+        by the estimate error of one call)."""
+        return [
+            self._snapshot(account, None)
+            for account in self._accounts.values()
+            if self._remaining(account) < 0
+        ]
+
+    def _remaining(self, account: _Account) -> float:
+        used, reserve_audit, reserve_summary = self._amounts(account)
+        return account.start.limit - used - reserve_audit - reserve_summary
 
     def room(self, kind: BudgetKind, pool: Pool = Pool.WORK) -> Amount | None:
         """What `pool` may still spend of `kind` (None when there is no such budget).
@@ -208,8 +233,78 @@ class BudgetLedger:
 
     def snapshot(self, round_n: int) -> list[BudgetRow]:
         """DESIGN §6 `budgets` rows (time in seconds), each with its rendered line."""
+        return [self._built_now(account, round_n).row() for account in self._accounts.values()]
+
+    def rows_json(self, round_n: int) -> list[dict[str, Any]]:
+        # A copy of each (flat) row: the caller puts it in a record payload or a result.
         return [
-            BudgetRow(
+            dict(self._built_now(account, round_n).row_json())
+            for account in self._accounts.values()
+        ]
+
+    def _snapshot(self, account: _Account, round_n: int | None) -> Budget:
+        return self._built_now(account, round_n).budget
+
+    def _amounts(self, account: _Account) -> tuple[float, float, float]:
+        """used and the two reserves left, as a snapshot shows them now."""
+        start = account.start
+        used: float = start.used + account.charged
+        reserve_audit = max(0.0, start.reserve_audit - account.audit_spent)
+        reserve_summary = max(0.0, start.reserve_summary - account.summary_spent)
+        if start.kind is BudgetKind.TIME:
+            used = _ceil_ms(used + max(0.0, self._clock() - self._started))
+            reserve_audit = _ceil_ms(reserve_audit) if reserve_audit else 0.0
+            reserve_summary = _ceil_ms(reserve_summary) if reserve_summary else 0.0
+        return used, reserve_audit, reserve_summary
+
+    def _built_now(self, account: _Account, round_n: int | None) -> _Built:
+        start = account.start
+        used, reserve_audit, reserve_summary = self._amounts(account)
+        key: _SnapshotKey = (used, reserve_audit, reserve_summary, round_n)
+        built = self._built.setdefault(start.kind, {})
+        found = built.get(key)
+        if found is None:
+            if len(built) >= _MAX_BUILT:  # a time budget's key changes every millisecond
+                built.clear()
+            found = built[key] = _Built(
+                Budget(
+                    id=account.id,
+                    scope=self._scope,
+                    kind=start.kind,
+                    limit=start.limit,
+                    used=used,
+                    reserve_audit=reserve_audit,
+                    reserve_summary=reserve_summary,
+                    authority=RUNTIME,
+                    asof=round_n,
+                )
+            )
+        return found
+
+
+#: What a budget's snapshot depends on besides its account's constants (id, kind, limit,
+#: the ledger's scope): used, the two reserves left, the round it is as of. Numbers that
+#: compare equal give equal Budgets (the model makes token and round amounts ints, time
+#: amounts floats), so 912 and 912.0 may share an entry.
+_SnapshotKey = tuple[float, float, float, int | None]
+_MAX_BUILT = 16
+
+
+class _Built:
+    """One snapshot of a budget, its §6 row and that row's JSON, each made when first
+    asked for."""
+
+    __slots__ = ("_json", "_row", "budget")
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self._row: BudgetRow | None = None
+        self._json: dict[str, Any] | None = None
+
+    def row(self) -> BudgetRow:
+        if self._row is None:
+            budget = self.budget
+            self._row = BudgetRow(
                 id=budget.id or "",
                 kind=budget.kind,
                 limit=budget.limit,
@@ -219,29 +314,9 @@ class BudgetLedger:
                 remaining=budget.remaining,
                 line=budget.render(),
             )
-            for budget in self.budgets(round_n)
-        ]
+        return self._row
 
-    def rows_json(self, round_n: int) -> list[dict[str, Any]]:
-        return [row.model_dump(mode="json") for row in self.snapshot(round_n)]
-
-    def _snapshot(self, account: _Account, round_n: int | None) -> Budget:
-        start = account.start
-        used: float = start.used + account.charged
-        reserve_audit = max(0.0, start.reserve_audit - account.audit_spent)
-        reserve_summary = max(0.0, start.reserve_summary - account.summary_spent)
-        if start.kind is BudgetKind.TIME:
-            used = _ceil_ms(used + max(0.0, self._clock() - self._started))
-            reserve_audit = _ceil_ms(reserve_audit) if reserve_audit else 0.0
-            reserve_summary = _ceil_ms(reserve_summary) if reserve_summary else 0.0
-        return Budget(
-            id=account.id,
-            scope=self._scope,
-            kind=start.kind,
-            limit=start.limit,
-            used=used,
-            reserve_audit=reserve_audit,
-            reserve_summary=reserve_summary,
-            authority=RUNTIME,
-            asof=round_n,
-        )
+    def row_json(self) -> dict[str, Any]:
+        if self._json is None:
+            self._json = self.row().model_dump(mode="json")
+        return self._json

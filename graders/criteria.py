@@ -18,6 +18,7 @@ A rubric comes from one of two places:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal, Self
 
@@ -106,6 +107,7 @@ class GradingRubric(BaseModel):
         return next((c for c in self.criteria if c.id == criterion_id), None)
 
 
+@functools.cache  # four rubrics in all, frozen: every run of a task shares its own
 def objective_rubric(*, has_accept: bool, has_done_when: bool) -> GradingRubric:
     """The rubric of a task without `[rubric]` (see the module docstring).
 

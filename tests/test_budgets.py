@@ -93,6 +93,62 @@ def test_snapshot_rows_carry_remaining_as_json() -> None:
     assert rows[2]["limit"] == 300.0 and rows[2]["remaining"] == 300.0
 
 
+def fresh_rows(ledger: BudgetLedger, round_n: int) -> list[dict[str, object]]:
+    """What `rows_json` must equal: the rows built from scratch from the budgets."""
+    return [
+        {
+            "id": b.id,
+            "kind": str(b.kind),
+            "limit": b.limit,
+            "used": b.used,
+            "reserve_audit": b.reserve_audit,
+            "reserve_summary": b.reserve_summary,
+            "remaining": b.remaining,
+            "line": b.render(),
+        }
+        for b in (Budget.model_validate(x.model_dump()) for x in ledger.budgets(round_n))
+    ]
+
+
+def test_snapshots_built_once_per_state_follow_every_charge_round_and_tick() -> None:
+    """Snapshots are reused while nothing changes (`BudgetLedger._built`); a charge of
+    any kind or pool, the time clock and the round each give a new one."""
+    clock = FakeClock()
+    ledger = make_ledger(clock)
+    first = ledger.budgets(1)
+    assert ledger.budgets(1) == first and ledger.budgets(1)[0] is first[0]  # reused
+    assert [b.asof for b in ledger.budgets(2)] == [2, 2, 2]
+    assert [b.asof for b in ledger.budgets()] == [None, None, None]
+    steps: list[Callable[[], None]] = [
+        ledger.charge_round,
+        lambda: ledger.charge_tokens(10, 5),
+        lambda: ledger.charge_audit(100, 0),
+        lambda: ledger.charge_summary(50, 0),
+        lambda: ledger.charge_time(1.5),
+        lambda: ledger.charge_time(2.0, pool=Pool.AUDIT),
+        lambda: setattr(clock, "now", clock.now + 0.25),
+    ]
+    seen = [ledger.render_lines(1)]
+    for step in steps:
+        before = ledger.rows_json(1)
+        step()
+        after = ledger.rows_json(1)
+        assert after != before, step
+        assert after == fresh_rows(ledger, 1)
+        seen.append(ledger.render_lines(1))
+    assert len({tuple(lines) for lines in seen}) == len(seen)
+    assert ledger.budgets(1)[0].used == 1 and ledger.budgets(1)[1].used == 2400 + 15 + 150
+
+
+def test_rows_are_copies_the_caller_may_change() -> None:
+    ledger = make_ledger()
+    rows = ledger.rows_json(0)
+    rows[0]["used"] = 99
+    rows[0]["line"] = "changed"
+    assert ledger.rows_json(0) == fresh_rows(ledger, 0)
+    assert ledger.snapshot(0)[0].used == 0
+
+
 def test_rounds_exhaust_after_the_limit_is_spent() -> None:
     ledger = BudgetLedger([Budget(kind=BudgetKind.ROUNDS, limit=2)])
     calls = 0
@@ -312,3 +368,38 @@ def test_estimate_is_subadditive_and_above_four_bytes_per_token(a: str, b: str) 
     assert estimate_text_tokens(a + b) <= estimate_text_tokens(a) + estimate_text_tokens(b)
     assert estimate_text_tokens(a) >= math.ceil(len(a.encode("utf-8")) / 4)
     assert estimate_tokens(a) == estimate_text_tokens(a) + 4
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    charges=st.lists(
+        st.tuples(
+            st.sampled_from(["round", "tokens", "audit", "summary", "time", "tick"]),
+            st.integers(min_value=0, max_value=5000),
+        ),
+        max_size=12,
+    )
+)
+def test_exhausted_and_overrun_are_decided_as_the_budgets_would(
+    charges: list[tuple[str, int]],
+) -> None:
+    """`exhausted()` and `overrun()` decide on the amounts, without a Budget each: the
+    same budgets as `remaining <= 0` and `< 0` of the snapshots, after any charges."""
+    clock = FakeClock()
+    ledger = make_ledger(clock)
+    for what, amount in charges:
+        if what == "round":
+            ledger.charge_round()
+        elif what == "tokens":
+            ledger.charge_tokens(amount, 0)
+        elif what == "audit":
+            ledger.charge_audit(amount, 0)
+        elif what == "summary":
+            ledger.charge_summary(amount, 0)
+        elif what == "time":
+            ledger.charge_time(amount / 37)
+        else:
+            clock.now += amount / 13
+        budgets = ledger.budgets()
+        assert ledger.exhausted() == [b for b in budgets if b.remaining <= 0]
+        assert ledger.overrun() == [b for b in budgets if b.remaining < 0]

@@ -155,6 +155,47 @@ def test_openai_body_is_what_the_sdks_own_transform_would_send() -> None:
         assert run(async_maybe_transform(body, params)) == body
 
 
+@pytest.mark.parametrize("provider", PROVIDERS, ids=ids)
+def test_platform_headers_are_the_sdks_own_without_a_thread_per_client(
+    provider: Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each client is given the platform its SDK would look up (in a worker thread, at
+    its first request): the headers that name it are what the SDK sends by itself, and
+    no client's first request leaves the event loop for it."""
+    import importlib
+
+    import anthropic
+    import openai
+
+    module = openai if provider is OPENAI else anthropic
+    base = importlib.import_module(f"{module.__name__}._base_client")
+    own = Script([ok(provider.reply("ok"))])
+
+    async def by_the_sdk_alone() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(own)) as http:
+            sdk: Any = (openai.AsyncOpenAI if provider is OPENAI else anthropic.AsyncAnthropic)(
+                api_key=provider.key, http_client=http, max_retries=0
+            )
+            await sdk.post("/x", body={}, cast_to=httpx2.Response)
+
+    run(by_the_sdk_alone())
+    expected = {k: v for k, v in own.requests[0].headers.items() if k.startswith("x-stainless")}
+    assert expected.get("x-stainless-os")
+
+    def no_thread(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the platform was looked up again")
+
+    for made in range(3):
+        if made == 1:  # the first client found it (the SDK's way); no later one looks
+            monkeypatch.setattr(base, "get_platform", no_thread)
+        script = Script([ok(provider.reply("ok"))])
+        run(provider.client(script).complete(request()))
+        sent = {k: v for k, v in script.requests[0].headers.items() if k.startswith("x-stainless")}
+        assert {k: sent.get(k) for k in ("x-stainless-os", "x-stainless-arch")} == {
+            k: expected[k] for k in ("x-stainless-os", "x-stainless-arch")
+        }
+
+
 def test_anthropic_sends_system_apart_and_tool_results_first_in_the_user_turn() -> None:
     script = Script([ok(ANTHROPIC.reply("ok"))])
     run(ANTHROPIC.client(script).complete(conversation()))

@@ -7,6 +7,7 @@ import base64
 import json
 import sqlite3
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote, quote_plus
 
@@ -145,6 +146,32 @@ def test_ordinary_text_is_left_alone_and_nothing_changed_is_the_same_object() ->
     assert SecretValues().redact(KEY) == KEY
 
 
+def test_nothing_changed_is_the_same_object_the_second_time_too() -> None:
+    """The memo of short texts answers "nothing to redact" with the text it is given,
+    not the equal text it first saw: an equal payload built again (every round, every
+    task) is recognised as unchanged by identity, and not copied."""
+    known = SecretValues([("OPENAI_API_KEY", KEY)])
+
+    def build() -> dict[str, Any]:
+        return {"state": "".join(["run", "ning"]), "rows": ["".join(["a", "b"])], "n": 1}
+
+    for _ in range(3):
+        data = build()
+        assert known.redact_json(data) is data
+    text = "".join(["plain ", "words"])
+    assert known.redact(text) is text and known.redact("".join(["plain ", "words"])) is not text
+    assert known.redact(f"x{KEY}") == "x[REDACTED:OPENAI_API_KEY]"
+    assert known.redact(f"x{KEY}") == "x[REDACTED:OPENAI_API_KEY]"  # from the memo
+    # Longer texts (a contract every run sends) alike; past the bound, scanned each time.
+    for size in (300, 20_000):
+        long_text = "".join(["word "] * (size // 5))
+        assert known.redact(long_text) is long_text
+        again = "".join(["word "] * (size // 5))
+        assert known.redact(again) is again
+        cut = f"{long_text[:-40]} {KEY[:20]}"  # a cut piece, in a long text
+        assert KEY[:20] not in known.redact(cut) and KEY[:20] not in known.redact(cut)
+
+
 def test_json_data_is_redacted_in_keys_and_nested_values() -> None:
     data = {KEY: [{"deep": f"x{TOKEN}x"}, (AWS, 3)], "n": 1.5}
     cleaned = SECRETS.redact_json(data)
@@ -155,6 +182,30 @@ def test_json_data_is_redacted_in_keys_and_nested_values() -> None:
         "SecretValues(['AWS_SECRET_ACCESS_KEY', 'GITHUB_TOKEN', 'MY_SERVICE_TOKEN', "
         "'OPENAI_API_KEY'])"
     )
+
+
+def test_json_walk_redacts_subclasses_and_other_mappings_like_their_base() -> None:
+    """The walk takes exact dicts, lists and strs first; a subclass or another mapping
+    gets the same rules (and a tuple stays a tuple)."""
+
+    class Text(str):
+        pass
+
+    class Rows(list[Any]):
+        pass
+
+    data = {
+        "s": Text(f"a {KEY}"),
+        "m": MappingProxyType({"k": f"{TOKEN}"}),
+        "r": Rows([KEY]),
+        "t": (KEY, 1),
+        "f": 0.5,
+        "b": True,
+    }
+    cleaned = SECRETS.redact_json(data)
+    assert leaks(json.dumps({k: v if k != "m" else dict(v) for k, v in cleaned.items()})) == []
+    assert cleaned["m"] == {"k": "[REDACTED:GITHUB_TOKEN]"} and isinstance(cleaned["t"], tuple)
+    assert cleaned["f"] == 0.5 and cleaned["b"] is True
 
 
 # -- the workspace's exits ----------------------------------------------------------------

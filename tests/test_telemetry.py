@@ -85,3 +85,27 @@ def test_a_bad_export_target_is_bad_input(tmp_path: Path) -> None:
 def test_without_a_provider_spans_cost_nothing_visible(tmp_path: Path) -> None:
     result = run_task(EXAMPLES / "honest" / "task.toml", store=tmp_path / "r.db")
     assert result.ended_by == "committed_complete"
+
+
+def test_a_global_provider_is_used_and_without_one_spans_are_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No provider of our own and none set globally: the no-op span, without making a
+    proxy span per call. A global provider (set by an application embedding the
+    harness, after import) gets the spans."""
+    from opentelemetry import trace
+
+    from harness.telemetry import span
+
+    with span("quiet") as nothing:
+        assert not isinstance(nothing, trace.Span)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    # `trace.set_tracer_provider` may be called once per process: set it where the
+    # monkeypatch restores it.
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", provider)
+    result = run_task(EXAMPLES / "honest" / "task.toml", store=tmp_path / "r.db")
+    (run,) = by_name(exporter, "invoke_agent")
+    assert run.attributes["ilh.run.id"] == result.run_id
+    assert len(by_name(exporter, "chat ")) == 4

@@ -14,6 +14,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from budgets.estimate import MESSAGE_OVERHEAD
 from harness.context.agent import DEVELOPER_GENES, SYSTEM_CONTRACT
@@ -173,3 +175,63 @@ def test_the_fixed_text_of_the_rendering_is_never_under_counted() -> None:
         truth = exact(typescript_tools(tools))
         counted = typescript_tool_tokens(tools, exact)
         assert truth <= counted <= truth + len(tools) + 2, [t.name for t in tools]
+
+
+def _large_vocab_reference(text: str) -> float:
+    """The calibrated rule as first written (`estimate._large_vocab_raw` before its
+    branches were reordered for speed): the definition the fast one must equal."""
+    import re as _re
+
+    from harness.models.clients import estimate as e
+
+    count = 0.0
+    for match in e._LARGE_PIECE.finditer(text):
+        kind, piece = match.lastgroup, match.group(0)
+        if kind == "word":
+            if not piece.isascii():
+                ascii_letters = len(piece.encode("ascii", "ignore"))
+                count += -(-ascii_letters // 10) + -(-(len(piece) - ascii_letters) // 4)
+            elif len(piece) > 1 and piece.isupper():
+                count += -(-len(piece) // 3)
+            else:
+                count += -(-len(piece) // 10) + len(_re.findall(r"[a-z][A-Z]|[A-Z]{2}[a-z]", piece))
+        elif kind == "cjk":
+            count += 0.62 * len(piece)
+        elif kind == "mixed":
+            count += 0.6 * len(piece)
+        elif kind == "digits":
+            count += -(-len(piece) // 3)
+        elif kind == "newline":
+            count += 1
+        elif kind == "space":
+            count += 1 if len(piece) > 1 else 0
+        elif kind == "punct":
+            glued = len(piece) == 1 and piece in "._(/@"
+            if not (glued and text[match.end() : match.end() + 1].isalpha()):
+                count += -(-len(piece) // 3)
+        else:
+            count += max(1, len(piece.encode("utf-8", "surrogatepass")) - 2)
+    return count
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.one_of(
+        st.text(),
+        st.text(alphabet="aAbZ xyQ\t\n.,_(/@-9+=é中ö"),
+        st.lists(
+            st.sampled_from(
+                [
+                    *("camelCase", "HTTPServer", "I", "a", "OK", "getURL", "x1y2z3w4v5"),
+                    *("über", "東京", "internationalization", "abcdefghij", "ABCDEFGHIJK"),
+                    *(" ", "  ", "\n", "._"),
+                ]
+            ),
+            max_size=30,
+        ).map("".join),
+    )
+)
+def test_the_large_vocabulary_rule_counts_as_first_written(text: str) -> None:
+    from harness.models.clients.estimate import _large_vocab_raw
+
+    assert _large_vocab_raw(text) == _large_vocab_reference(text)

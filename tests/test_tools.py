@@ -21,6 +21,7 @@ from harness.workspace.tools import (
     TOOL_SPECS,
     ToolCall,
     ToolResult,
+    ToolSpec,
     dispatch,
     tool_specs,
 )
@@ -79,6 +80,29 @@ def test_provider_renderings_do_not_share_the_spec_schema() -> None:
     rendered = TOOL_SPECS[0].to_openai()
     rendered["function"]["parameters"]["properties"].clear()
     assert TOOL_SPECS[0].parameters["properties"]
+
+
+def test_provider_renderings_copy_every_level_and_equal_the_spec() -> None:
+    """The schema copy (`_json_copy`) is a deep copy: equal, and no dict or list of it
+    is the spec's own, at any depth; something that is not JSON is deep-copied."""
+    spec = ToolSpec(
+        name="t",
+        description="d",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"enum": ["x", 1, 2.5, None, True]}},
+            "extra": (["nested"],),
+        },
+    )
+    for rendered in (
+        spec.to_openai()["function"]["parameters"],
+        spec.to_anthropic()["input_schema"],
+    ):
+        assert rendered == spec.parameters
+        rendered["properties"]["a"]["enum"].append("changed")
+        rendered["extra"][0].append("changed")
+        assert spec.parameters["properties"]["a"]["enum"] == ["x", 1, 2.5, None, True]
+        assert spec.parameters["extra"] == (["nested"],)
 
 
 def test_read_only_specs_are_the_read_only_subset() -> None:

@@ -139,15 +139,34 @@ def utc_now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+# `json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+# allow_nan=False)`: with arguments, `json.dumps` builds this encoder anew on every call
+# (a dozen calls per event, on the writer thread and the event loop); one instance gives
+# the same text (it keeps no state between calls, so threads may share it).
+_CANONICAL: Final = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+# A string JSON writes as itself between quotes: printable ASCII without `"` or `\`.
+_BARE_STRING: Final = re.compile(r"[ !#-\[\]-~]*")
+
+
 def canonical_json(value: Any) -> str:
     """The one JSON encoding used for hashing and storage, so both always agree.
 
     Raises ValueError for NaN/Infinity and TypeError for values JSON cannot carry, because
     a payload that cannot be re-read identically could never be verified.
     """
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return _CANONICAL.encode(value)
+
+
+def _scalar_json(value: str | int) -> str:
+    """`canonical_json` of an event's own str or int field (a run id, a time, a hash, a
+    seq): the common case without the encoder, whose call costs more than the text."""
+    if type(value) is int:
+        return str(value)
+    if type(value) is str and _BARE_STRING.fullmatch(value):
+        return f'"{value}"'
+    return canonical_json(value)
 
 
 def normalize_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -201,10 +220,10 @@ def event_hash_of_text(
     gives it (keys sorted: at, kind, payload, prev_hash, round, run_id, seq); a nested
     canonical text is exactly what the whole encoding holds at that place."""
     body = (
-        f'{{"at":{canonical_json(at)},"kind":{canonical_json(kind)},'
-        f'"payload":{payload_text},"prev_hash":{canonical_json(prev_hash)},'
-        f'"round":{canonical_json(round_)},"run_id":{canonical_json(run_id)},'
-        f'"seq":{canonical_json(seq)}}}'
+        f'{{"at":{_scalar_json(at)},"kind":{_scalar_json(kind)},'
+        f'"payload":{payload_text},"prev_hash":{_scalar_json(prev_hash)},'
+        f'"round":{_scalar_json(round_)},"run_id":{_scalar_json(run_id)},'
+        f'"seq":{_scalar_json(seq)}}}'
     )
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
@@ -248,6 +267,11 @@ def is_secret_key(key: str) -> bool:
     return name in {"token", "bearer"} or name.endswith("_token")
 
 
+def bearer_value(text: str) -> bool:
+    """True when a string value is an authorization header's `Bearer <credential>`."""
+    return _BEARER_VALUE.match(text) is not None
+
+
 def redact(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of `payload` with every secret value replaced by `REDACTED`."""
     return {key: _redact_entry(key, value) for key, value in payload.items()}
@@ -264,7 +288,7 @@ def _redact_value(value: Any) -> Any:
         return {k: _redact_entry(k, v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_redact_value(item) for item in value]
-    if isinstance(value, str) and _BEARER_VALUE.match(value):
+    if isinstance(value, str) and bearer_value(value):
         return REDACTED
     return value
 

@@ -27,7 +27,7 @@ import stat
 import tempfile
 import time
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -50,15 +50,17 @@ class RecordKey:
 
     path: Path
     secret: bytes
+    key_id: str = field(init=False, compare=False)
+    """A public fingerprint (stored beside each MAC) that tells a record written with
+    another key from a tampered one; it reveals nothing of the secret. Computed once:
+    every append reads it two or three times."""
+
+    def __post_init__(self) -> None:
+        fingerprint = hashlib.sha256(_KEY_ID_LABEL + self.secret).hexdigest()[:16]
+        object.__setattr__(self, "key_id", fingerprint)  # frozen: set once, here
 
     def __repr__(self) -> str:
         return f"RecordKey(path={str(self.path)!r}, id={self.key_id})"
-
-    @property
-    def key_id(self) -> str:
-        """A public fingerprint (stored beside each MAC) that tells a record written
-        with another key from a tampered one; it reveals nothing of the secret."""
-        return hashlib.sha256(_KEY_ID_LABEL + self.secret).hexdigest()[:16]
 
     def mac(self, message: bytes) -> str:
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()

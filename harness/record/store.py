@@ -79,6 +79,7 @@ __all__ = [
     "new_run_id",
 ]
 
+from harness.record.clean import clean_plain
 from harness.record.database import (
     EVENT_COLUMNS,
     HEAD_COLUMNS,
@@ -442,11 +443,18 @@ class RunStore:
         reduce to plain JSON; every payload and meta passes through here. The values go
         last, on plain JSON, so that nothing the redactor or the normalisation leaves (a
         key, a repr) can carry one into the file."""
+        known = self._secrets()
+        if self._redactor is redact:
+            # The harness's own payloads are plain JSON: the same three steps in one walk
+            # (`harness.record.clean`); anything else takes the general path below.
+            fast = clean_plain(payload, known)
+            if fast is not None:
+                return fast
         try:
             plain = normalize_payload(self._redactor(payload))
         except (TypeError, ValueError) as exc:
             raise StoreError(f"payload cannot be stored as JSON: {exc}") from exc
-        cleaned: dict[str, Any] = self._secrets().redact_json(plain)
+        cleaned: dict[str, Any] = known.redact_json(plain)
         return cleaned
 
     def _connection(self) -> sqlite3.Connection:

@@ -10,6 +10,7 @@ step is an event in the run record.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -95,18 +96,32 @@ class RunState:
 def objective_of(task: Task) -> Objective:
     """The runtime's ::OBJECTIVE. The user's words never enter it: its body points at the
     ::UNTRUSTED blocks that carry them, so no user text can stand in a runtime line."""
+    return _objective(task)[0]
+
+
+def _objective(task: Task) -> tuple[Objective, str]:
+    """The ::OBJECTIVE and its text."""
     spec = task.spec.task
-    body = [("ACCEPT", "untrusted_block:accept")] if spec.accept else []
-    if spec.non_goals:
+    return _objective_of_texts(spec.objective, spec.accept, spec.non_goals, spec.done_when)
+
+
+# Every run of a batch's task makes the same ::OBJECTIVE: made and rendered once per
+# distinct texts (a function of them alone, so another task, or the same one edited, gets
+# its own). The declaration is frozen, so runs may share it.
+@functools.lru_cache(maxsize=256)
+def _objective_of_texts(
+    objective: str, accept: str | None, non_goals: str | None, done_when: str | None
+) -> tuple[Objective, str]:
+    body = [("ACCEPT", "untrusted_block:accept")] if accept else []
+    if non_goals:
         body.append(("NON_GOALS", "untrusted_block:non_goals"))
-    if spec.done_when:
+    if done_when:
         body.append(("DONE_WHEN", "untrusted_block:done_when"))
     draft = Objective.create(body=body or [("ACCEPT", "untrusted_block:objective")], id="g1")
-    texts = "\n".join(
-        t or "" for t in (spec.objective, spec.accept, spec.non_goals, spec.done_when)
-    )
+    texts = "\n".join(t or "" for t in (objective, accept, non_goals, done_when))
     digest = "sha256:" + hashlib.sha256(texts.encode("utf-8")).hexdigest()
-    return draft.model_copy(update={"hash": digest})
+    declared = draft.model_copy(update={"hash": digest})
+    return declared, declared.render()
 
 
 def rubric_of(task: Task) -> Rubric | None:
@@ -177,9 +192,9 @@ class Orchestrator:
         self.state = state or RunState()
         self.progress = progress
         self.max_output = max_output
-        objective = objective_of(task)
+        objective, objective_line = _objective(task)
         rubric = rubric_of(task)
-        self.task_declarations = [objective.render()] + ([rubric.render()] if rubric else [])
+        self.task_declarations = [objective_line] + ([rubric.render()] if rubric else [])
         self.blocks = task_blocks(task)
         # Each round renders only what the last one did not: the history is rendered,
         # digested and checked for secrets once per segment, not once per round.
@@ -474,7 +489,7 @@ class Orchestrator:
             Segment(provenance=Provenance.AGENT, text=reply.text, tool_calls=reply.tool_calls)
         )
         results = [await self.run_tool(call) for call in reply.tool_calls]
-        overrun = [b for b in self.ledger.budgets() if b.remaining < 0]
+        overrun = self.ledger.overrun()
         feedback = self.read_proposals(reply, overrun_by=[f"{b.kind} ({b.id})" for b in overrun])
         self.record(EventKind.BUDGET_SNAPSHOT, {"budgets": self.ledger.rows_json(self.state.round)})
         ended = await self.after_reply(overrun_by=overrun)

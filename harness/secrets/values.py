@@ -43,6 +43,8 @@ _FRAGMENT_MIN_DISTINCT: Final = 5
 _MIN_FORM_CHARS: Final = 8
 _MEMO_MAX_CHARS: Final = 256
 _MEMO_MAX_ENTRIES: Final = 8192
+_LONG_MEMO_MAX_CHARS: Final = 16384
+_LONG_MEMO_MAX_ENTRIES: Final = 64  # at most 1 MiB of text held
 _LABEL_NAME = re.compile(r"[^A-Za-z0-9_]+")
 
 assert _GRAM + _STEP - 1 <= FRAGMENT_MIN_CHARS
@@ -100,7 +102,9 @@ class SecretValues:
         self._by_value = by_value
         self._forms: list[tuple[str, str]] | None = None  # (form, label), longest first
         self._grams: dict[str, list[tuple[int, int]]] | None = None
-        self._memo: dict[str, str] = {}  # short text -> redacted (`redact`)
+        # short text -> its redaction, or None: nothing to redact (`redact`)
+        self._memo: dict[str, str | None] = {}
+        self._long_memo: dict[str, str | None] = {}  # the same, for longer texts
 
     @classmethod
     def of(cls, mapping: Mapping[str, str]) -> SecretValues:
@@ -205,16 +209,32 @@ class SecretValues:
 
     def redact(self, text: str) -> str:
         """`text` with every secret (and recognisable piece of one) replaced by its label."""
-        if len(text) > _MEMO_MAX_CHARS:
-            return self._redact(text)
-        # Short texts repeat (a payload's keys, states, kinds, tool names): each is
-        # scanned once per set. The set never changes, so neither does the answer.
-        done = self._memo.get(text)
-        if done is None:
-            if len(self._memo) >= _MEMO_MAX_ENTRIES:
-                self._memo.clear()
-            done = self._memo[text] = self._redact(text)
-        return done
+        size = len(text)
+        if size > _MEMO_MAX_CHARS:
+            if size > _LONG_MEMO_MAX_CHARS:
+                return self._redact(text)
+            # A long text that repeats is the system contract every run of a batch sends
+            # (its own object each time): a few entries, bounded in size, spare a scan of
+            # it per run; a text seen once only passes through.
+            memo = self._long_memo
+            limit = _LONG_MEMO_MAX_ENTRIES
+        else:
+            # Short texts repeat (a payload's keys, states, kinds, tool names): each is
+            # scanned once per set. The set never changes, so neither does the answer.
+            memo = self._memo
+            limit = _MEMO_MAX_ENTRIES
+        try:
+            done = memo[text]
+        except KeyError:
+            if len(memo) >= limit:
+                memo.clear()
+            redacted = self._redact(text)
+            done = memo[text] = None if redacted is text else redacted
+        # Text without a secret comes back as the very object given (not the equal one
+        # first memoised): callers tell "nothing changed" by identity and then reuse what
+        # they have (`redact_json`, the reply and request redaction), instead of copying
+        # and validating it again.
+        return text if done is None else done
 
     def _redact(self, text: str) -> str:
         spans = self.spans(text)
@@ -238,23 +258,41 @@ class SecretValues:
         return self._redact_any(value)
 
     def _redact_any(self, value: Any) -> Any:
+        # Exact types first: `isinstance(value, Mapping)` is an ABC check (a Python-level
+        # call), the slowest step of this walk over the plain JSON almost every caller
+        # hands it. Subclasses and other mappings get the same rules below.
+        kind = type(value)
+        if kind is str:
+            return self.redact(value)
+        if kind is dict:
+            return self._redact_mapping(value)
+        if kind is list or kind is tuple:
+            return self._redact_sequence(value)
+        if kind is int or kind is float or kind is bool or value is None:
+            return value
         if isinstance(value, str):
             return self.redact(value)
         if isinstance(value, Mapping):
-            changed = False
-            out: dict[Any, Any] = {}
-            for key, item in value.items():
-                new_key = self.redact(key) if isinstance(key, str) else key
-                new_item = self._redact_any(item)
-                changed = changed or new_key is not key or new_item is not item
-                out[new_key] = new_item
-            return out if changed or not isinstance(value, dict) else value
+            return self._redact_mapping(value)
         if isinstance(value, list | tuple):
-            items = [self._redact_any(item) for item in value]
-            if all(new is old for new, old in zip(items, value, strict=True)):
-                return value
-            return items if isinstance(value, list) else tuple(items)
+            return self._redact_sequence(value)
         return value
+
+    def _redact_mapping(self, value: Mapping[Any, Any]) -> Any:
+        changed = False
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            new_key = self.redact(key) if isinstance(key, str) else key
+            new_item = self._redact_any(item)
+            changed = changed or new_key is not key or new_item is not item
+            out[new_key] = new_item
+        return out if changed or not isinstance(value, dict) else value
+
+    def _redact_sequence(self, value: list[Any] | tuple[Any, ...]) -> Any:
+        items = [self._redact_any(item) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return items if isinstance(value, list) else tuple(items)
 
 
 def _merged(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:

@@ -26,14 +26,29 @@ def use_provider(provider: Any) -> None:
     _provider = provider
 
 
+_trace: Any = None  # the `opentelemetry.trace` module once imported; False: not installed
+
+
 def _tracer() -> Any:
-    try:
-        from opentelemetry import trace
-    except ImportError:
+    global _trace
+    if _trace is None:
+        try:
+            from opentelemetry import trace
+        except ImportError:
+            _trace = False
+        else:
+            _trace = trace
+    if _trace is False:
         return None
     if _provider is not None:
         return _provider.get_tracer("ilang-harness")
-    return trace.get_tracer("ilang-harness")
+    provider = _trace.get_tracer_provider()
+    if isinstance(provider, _trace.ProxyTracerProvider):
+        # Nobody set a global provider: each span would be a non-recording proxy, made,
+        # entered as the current span and left again, several per round of every task
+        # on the loop a batch shares. A provider set later is seen by the next span.
+        return None
+    return provider.get_tracer("ilang-harness")
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.inputs.errors import InputError
 from harness.models.clients.convert import anthropic_messages, anthropic_tools, arguments_of
-from harness.models.clients.sdk_base import SdkClient, SdkErrors, joined_text
+from harness.models.clients.sdk_base import SdkClient, SdkErrors, joined_text, known_platform
 from harness.models.interface import ModelReply, ModelRequest, Usage
 from harness.workspace.tools import ToolCall, ToolSpec
 
@@ -77,6 +77,7 @@ class AnthropicClient(SdkClient):
         if base_url is not None:
             options["base_url"] = base_url
         self._sdk = anthropic.AsyncAnthropic(**options)
+        known_platform(self._sdk)
 
     @classmethod
     def from_env(cls, model: str, *, base_url: str | None = None, **kw: Any) -> AnthropicClient:

@@ -134,6 +134,10 @@ LARGE_VOCAB_SCALE = 1.16
 
 
 def _large_vocab_raw(text: str) -> float:
+    # Branches in the order pieces are most common (words, blanks, punctuation), and a
+    # lower-case word (most of them) skips the case-step search it cannot match: each
+    # piece still adds what it did, in the same order (tests/test_token_estimate.py
+    # holds this to the rule as first written).
     count = 0.0
     for match in _LARGE_PIECE.finditer(text):
         kind, piece = match.lastgroup, match.group(0)
@@ -141,24 +145,26 @@ def _large_vocab_raw(text: str) -> float:
             if not piece.isascii():
                 ascii_letters = len(piece.encode("ascii", "ignore"))
                 count += -(-ascii_letters // 10) + -(-(len(piece) - ascii_letters) // 4)
+            elif piece.islower():
+                count += -(-len(piece) // 10)
             elif len(piece) > 1 and piece.isupper():
                 count += -(-len(piece) // 3)
             else:
                 count += -(-len(piece) // 10) + len(_LARGE_CASE_STEP.findall(piece))
-        elif kind == "cjk":
-            count += 0.62 * len(piece)
-        elif kind == "mixed":
-            count += 0.6 * len(piece)
-        elif kind == "digits":
-            count += -(-len(piece) // 3)
-        elif kind == "newline":
-            count += 1
         elif kind == "space":
             count += 1 if len(piece) > 1 else 0
         elif kind == "punct":
             glued = len(piece) == 1 and piece in _GLUED
             if not (glued and text[match.end() : match.end() + 1].isalpha()):
                 count += -(-len(piece) // 3)
+        elif kind == "newline":
+            count += 1
+        elif kind == "digits":
+            count += -(-len(piece) // 3)
+        elif kind == "mixed":
+            count += 0.6 * len(piece)
+        elif kind == "cjk":
+            count += 0.62 * len(piece)
         else:
             count += max(1, len(piece.encode("utf-8", "surrogatepass")) - 2)
     return count

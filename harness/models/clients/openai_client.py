@@ -30,7 +30,7 @@ from budgets.estimate import MESSAGE_OVERHEAD
 from harness.inputs.errors import InputError
 from harness.models.clients.convert import arguments_of, openai_messages, openai_tools
 from harness.models.clients.estimate import typescript_tool_tokens
-from harness.models.clients.sdk_base import SdkClient, SdkErrors
+from harness.models.clients.sdk_base import SdkClient, SdkErrors, known_platform
 from harness.models.interface import ModelReply, ModelRequest, Usage
 from harness.workspace.tools import ToolCall, ToolSpec
 
@@ -109,6 +109,7 @@ class OpenAIClient(SdkClient):
         if base_url is not None:
             options["base_url"] = base_url
         self._sdk = openai.AsyncOpenAI(**options)
+        known_platform(self._sdk)
 
     @classmethod
     def from_env(cls, model: str, *, base_url: str | None = None, **kw: Any) -> OpenAIClient:

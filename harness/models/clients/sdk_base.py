@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -321,6 +322,33 @@ class SdkClient:
     def _salvage_usage(self, data: dict[str, Any]) -> Usage | None:
         """Usage from a body that is otherwise unusable, so that it is still charged."""
         return None
+
+
+_UNSET: Any = object()
+_PLATFORMS: dict[str, Any] = {}  # SDK package -> what its `get_platform` found
+
+
+def known_platform(sdk: Any) -> None:
+    """Give a new SDK client the platform it would look up at its first request.
+
+    Both SDKs name the platform in a header of every request (`X-Stainless-OS`, …) and
+    find it with calls that may block, so each client does it once, in a worker thread,
+    when it first sends. The harness makes a client per task: at 64 tasks at a time that
+    is a thread hop (an executor job and two wake-ups) for every task's first call. The
+    answer is the process's, so it is found once, by the SDK's own `get_platform`, and
+    handed to each client. An SDK that no longer keeps it there is left to do as it does.
+    """
+    if getattr(sdk, "_platform", _UNSET) is not None:
+        return
+    package = type(sdk).__module__.partition(".")[0]
+    found = _PLATFORMS.get(package, _UNSET)
+    if found is _UNSET:
+        base = sys.modules.get(f"{package}._base_client")
+        look_up = getattr(base, "get_platform", None)
+        if look_up is None:
+            return
+        found = _PLATFORMS[package] = look_up()
+    sdk._platform = found
 
 
 def _in_chain(exc: BaseException, kind: type[Exception]) -> Exception | None:
