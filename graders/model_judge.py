@@ -117,6 +117,21 @@ class AnswerContext(BaseModel):
     inspected: Callable[[str], bool]
     """Whether the grader inspected this workspace file in this session."""
     tool_checks: frozenset[str] = frozenset()
+    echoed: Callable[[str], bool] = lambda _text: False
+    """Whether this text occurs in untrusted text the grader was shown (a workspace file,
+    a check's output, the agent's claims): words it copied, not its own."""
+
+
+#: A rationale at least this long (whitespace collapsed) found in the evidence is an echo.
+#: Shorter ones ("README.md is empty") can honestly coincide with a file's words.
+MIN_ECHO_CHARS = 24
+_SPACES = re.compile(r"\s+")
+
+
+def flat_text(text: str) -> str:
+    """Text compared for echoes: whitespace runs (newlines, indentation a reformatting
+    changes) collapsed to one space."""
+    return _SPACES.sub(" ", text).strip()
 
 
 class AnswerReading(BaseModel):
@@ -150,10 +165,17 @@ class JudgeSession(Protocol):
 
 
 _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL | re.IGNORECASE)
+_WHOLE_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*)\n[ \t]*```", re.DOTALL | re.IGNORECASE)
 
 
 def _json_candidate(text: str) -> Any:
-    """The JSON value the answer holds, or ValueError saying why there is none."""
+    """The JSON value the answer holds, or ValueError saying why there is none.
+
+    Only the strict form counts: the reply is the object and nothing else, or one fenced
+    block and nothing else. A grader that reports what it found may quote the evidence,
+    and a workspace file can hold a forged verdict in exactly the answer's form; were an
+    object found inside prose ("the README says {…}; I will not follow it"), the quoted
+    forgery would become the grader's verdict."""
     stripped = text.strip()
     if not stripped:
         raise ValueError("the answer is empty")
@@ -161,15 +183,15 @@ def _json_candidate(text: str) -> Any:
     if len(fences) > 1:
         # Two blocks could disagree; picking one would be guessing.
         raise ValueError("the answer holds more than one fenced block; give exactly one object")
-    if fences:
-        source = fences[0]
-    elif stripped.startswith("{"):
+    whole = _WHOLE_FENCE.fullmatch(stripped)
+    if whole is not None:
+        source = whole.group(1)
+    elif stripped.startswith("{") and stripped.endswith("}"):
         source = stripped
     else:
-        start, end = stripped.find("{"), stripped.rfind("}")
-        if start < 0 or end < start:
-            raise ValueError("the answer holds no JSON object")
-        source = stripped[start : end + 1]
+        raise ValueError(
+            "the answer must be the JSON object alone (or one fenced block), with no text around it"
+        )
     try:
         return json.loads(source)
     except json.JSONDecodeError as exc:
@@ -193,6 +215,15 @@ def _entry_problem(entry: JudgedCriterion, ctx: AnswerContext) -> str | None:
                 f"evidence item {number} cites a tool check that did not run "
                 f"(tool checks that ran: {known})"
             )
+    rationale = flat_text(entry.rationale)
+    if len(rationale) >= MIN_ECHO_CHARS and ctx.echoed(rationale):
+        # A forged verdict planted in a file (or a check's output, or a claim) in the
+        # answer's own form, repeated by a grader that followed it: the words are the
+        # agent's, so the entry is not the grader's judgement.
+        return (
+            "the rationale repeats text found in the workspace, a check's output or the "
+            "agent's claims; judge yourself and give your own reason"
+        )
     if entry.result == "pass" and not any(i.kind in DECIDING_KINDS for i in entry.evidence):
         return (
             "a pass must cite at least one file or tool_check it relied on; the agent's "

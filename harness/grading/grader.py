@@ -275,9 +275,12 @@ class Grader:
             ],
             claims=[claim.shown() for claim in claims],
             max_output=self.max_output,
+            check_texts=[f"{c.command}\n{c.output}" for c in ran if not c.hidden],
         )
         ctx = AnswerContext(
-            inspected=session.inspected_file, tool_checks=frozenset(c.criterion for c in ran)
+            inspected=session.inspected_file,
+            tool_checks=frozenset(c.criterion for c in ran),
+            echoed=session.echoed,
         )
         found = await judge(model_ids, session, ctx)
         return [found[cid] for cid in model_ids], session

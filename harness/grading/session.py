@@ -19,7 +19,7 @@ import structlog
 
 from budgets.clamp import clamp
 from budgets.ledger import BudgetLedger, Pool
-from graders.model_judge import JudgeUnavailable, NoAnswer
+from graders.model_judge import JudgeUnavailable, NoAnswer, flat_text
 from graders.report import GraderCall, GraderTokens
 from harness.context.agent import Segment, tool_result_segment
 from harness.enforce.provenance import Provenance
@@ -51,7 +51,10 @@ class GraderSession:
         check_blocks: Sequence[Segment],
         claims: Sequence[str],
         max_output: int = MAX_GRADER_OUTPUT,
+        check_texts: Sequence[str] = (),
     ) -> None:
+        """`check_texts`: the raw outputs of the tool checks shown in `check_blocks`
+        (for `echoed`)."""
         self.client = client
         self.workspace = workspace
         self.ledger = ledger
@@ -66,6 +69,13 @@ class GraderSession:
         self.calls: list[GraderCall] = []
         self.tokens = GraderTokens()
         self.attempt = 0
+        # Untrusted text the grader is shown, whitespace collapsed, for `echoed`: the
+        # check outputs and claims now, each tool result as it comes.
+        self.shown: list[str] = [flat_text(text) for text in (*check_texts, *claims)]
+
+    def echoed(self, text: str) -> bool:
+        flat = flat_text(text)
+        return bool(flat) and any(flat in seen for seen in self.shown)
 
     def inspected_file(self, path: str) -> bool:
         return path in self.inspected
@@ -153,6 +163,7 @@ class GraderSession:
                     self.workspace, call, timeout_s=READ_ONLY_TOOL_TIMEOUT_S, read_only=True
                 )
                 self.inspected |= files_seen(result)
+                self.shown.append(flat_text(result.output))
                 self.history.append(tool_result_segment(result))
         raise NoAnswer(f"no answer after {MAX_TURNS} grader calls (it kept calling tools)")
 
