@@ -108,6 +108,25 @@ def rubric_declaration(rubric: GradingRubric) -> str:
     ).render()
 
 
+# ------------------------------------------------------------- the grader's view
+def grader_evidence_line(number: int, check: ToolCheck) -> str:
+    """A tool check's ::EVIDENCE as the grader's runtime lines show it. Its gap is the
+    check's detail, which can hold the agent's words (a failing test's name or
+    parametrize id, which the agent's own test file chooses): runtime text must not carry
+    them, so the gap points at the check's output block, where the detail travels as
+    data. A hidden check's detail is already the harness's own ("hidden check: fail")."""
+    item = tool_evidence(number, check)
+    if item.gap is not None and not check.hidden:
+        item = item.model_copy(update={"gap": f"see the output of check_{check.criterion}"})
+    return item.line()
+
+
+def shown_output(check: ToolCheck) -> str:
+    """A (non-hidden) tool check's output as the grader's ::UNTRUSTED block holds it,
+    its detail first."""
+    return f"[grader] {check.result}: {check.detail}\n{check.output}"
+
+
 # ------------------------------------------------------------------------ claims
 def _claim(kind: ClaimKind, line: str, round: int, disposition: Disposition) -> AgentClaim:
     model = Status if kind == "STATUS" else Evidence
@@ -259,7 +278,7 @@ class Grader:
         declarations = [
             self.objective.render(),
             rubric_declaration(self.rubric),
-            *(tool_evidence(n, c).line() for n, c in enumerate(ran, start=1)),
+            *(grader_evidence_line(n, c) for n, c in enumerate(ran, start=1)),
         ]
         session = GraderSession(
             client=self.client,
@@ -271,11 +290,13 @@ class Grader:
             # A hidden check's command and output never reach a model whose words the
             # agent may read back: only its verdict does (in the declarations).
             check_blocks=[
-                check_output_block(c.criterion, c.command, c.output) for c in ran if not c.hidden
+                check_output_block(c.criterion, c.command, shown_output(c))
+                for c in ran
+                if not c.hidden
             ],
             claims=[claim.shown() for claim in claims],
             max_output=self.max_output,
-            check_texts=[f"{c.command}\n{c.output}" for c in ran if not c.hidden],
+            check_texts=[f"{c.command}\n{shown_output(c)}" for c in ran if not c.hidden],
         )
         ctx = AnswerContext(
             inspected=session.inspected_file,
