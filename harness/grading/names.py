@@ -21,11 +21,17 @@ restored tests passed (red team attack4). So `scan` does two things:
    `pandas.read_csv`…) is given a name whose pattern names nothing (fewer than two known
    characters besides `*`, `/` and `.`: `*`, `*/*`), or an import a module name with any
    unknown part. What an opaque test reads is unknowable, so the tree restores every data
-   file of the template (the fail-closed rule; see `tree`).
+   file of the template (the fail-closed rule; see `tree`). Library readers no list
+   names in full (`np.load`, `sqlite3.connect`, `h5py.File`, `ET.parse`,
+   `ConfigParser().read`: red team attack5) are known by their name's shape
+   (`_LIBRARY_READERS`, `read_*`, `load_*`, `open_*`) when they are a function of an
+   imported module; an argument that is an open file or a text (`json.load(f)`,
+   `np.load(io.BytesIO(…))`) names nothing itself: its file was opened by a call read here.
 
 Reading the test's own source (`open(__file__)`) is not data and never opaque. A reader
-this module does not know (a C extension opening a path) is not seen: such a test names
-its files by literal almost always, and those are restored anyway.
+this module does not know (a method of a library's object, a child process given the
+name) is not seen: such a test names its files by literal almost always, and those are
+restored anyway.
 """
 
 from __future__ import annotations
@@ -79,6 +85,39 @@ _RESOURCE_READERS = frozenset(
      "is_resource", "files", "spec_from_file_location", "SourceFileLoader"}
 )  # fmt: skip
 _RESOURCE_MODULES = frozenset({"pkgutil", "resources", "importlib_resources", "util"})
+#: Library functions that open a path they are given, by their name alone: `np.load`,
+#: `sqlite3.connect`, `h5py.File`, `imageio.imread`, `scipy.io.loadmat`,
+#: `xarray.open_dataset`, `openpyxl.load_workbook`, `pd.read_sql`… (with the prefixes
+#: `read_`, `load_`, `open_`). A reader no list can name in full: the rule is the name's
+#: shape, and a call of an imported module's function in this shape given a name that
+#: cannot be known is opaque, as `open` is (red team attack5).
+_LIBRARY_READERS = frozenset(
+    {"load", "connect", "imread", "loadmat", "memmap", "File", "Dataset", "urlopen",
+     "zipimporter", "read", "parse", "iterparse", "mmap"}
+)  # fmt: skip
+_LIBRARY_PREFIXES = ("read_", "load_", "open_")
+#: Modules whose readers of those names take an open file object or a text, never a path
+#: (`json.load(f)`, `ast.parse(src)`, `os.read(fd, n)`): the file was opened by a call
+#: this module already reads (`open`, `.read_text()`), or the value is no file.
+_NOT_PATH_MODULES = frozenset(
+    {"json", "pickle", "marshal", "tomllib", "tomli", "plistlib", "yaml", "csv", "ast",
+     "shlex", "email", "html", "os", "io", "re", "string", "struct", "base64", "zlib",
+     "gzip", "bz2", "lzma", "codecs", "sys", "dis", "tokenize", "symtable", "argparse",
+     "http", "datetime", "time", "dateutil", "packaging", "configparser"}
+)  # fmt: skip
+#: Keyword arguments that name the file a reader opens.
+_PATH_KEYWORDS = frozenset(
+    {"file", "path", "fname", "filename", "filenames", "filepath", "filepath_or_buffer",
+     "database", "uri", "url", "name", "io", "source"}
+)  # fmt: skip
+#: Calls whose value is an open file or its content, never a name (`json.load(f)` with
+#: `f = open(p)`): the name was read where they were called.
+_HANDLE_MAKERS = frozenset(
+    {"open", "read_text", "read_bytes", "read", "readlines", "BytesIO", "StringIO",
+     "urlopen", "TemporaryFile", "NamedTemporaryFile", "SpooledTemporaryFile", "fdopen"}
+)  # fmt: skip
+#: Classes whose `.read(names)` reads files by name (`ConfigParser().read(path)`).
+_CONFIG_PARSERS = frozenset({"ConfigParser", "RawConfigParser", "SafeConfigParser"})
 #: Functions importing a module by its name as a string.
 _IMPORTERS = frozenset({"import_module", "__import__", "run_module"})
 #: Calls whose value is their argument's as a path (`Path(a, b)` joins; `str(p)`).
@@ -131,6 +170,8 @@ class _Flow:
         self.bindings: dict[str, list[_Binding]] = {}
         self.modules: set[str] = set()  # names bound by `import x` (and `from x import y`)
         self.origins: dict[str, str] = {}  # `from os import walk`: walk -> os
+        self.aliases: dict[str, str] = {}  # `import numpy as np`: np -> numpy
+        self.handles: dict[str, int] = {}  # how often a `with … as f` binds a name
         self._memo: dict[str, frozenset[str]] = {}
         self._active: set[str] = set()
         for node in ast.walk(tree):
@@ -154,6 +195,8 @@ class _Flow:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 self.modules.add(alias.asname or alias.name.split(".")[0])
+                if alias.asname:
+                    self.aliases[alias.asname] = alias.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 # A module or a value of one: both unknown as strings.
@@ -171,6 +214,9 @@ class _Flow:
             self._bind(node.target, _Each(node.iter))
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             self._bind(node.optional_vars, STAR)  # a file object, not a name
+            if isinstance(node.optional_vars, ast.Name):
+                name = node.optional_vars.id
+                self.handles[name] = self.handles.get(name, 0) + 1
         elif isinstance(node, ast.ExceptHandler) and node.name:
             self.bindings.setdefault(node.name, []).append(STAR)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
@@ -219,6 +265,50 @@ class _Flow:
             for i, name in enumerate(names):
                 self.bindings.setdefault(name, []).append(row[i] if i < len(row) else STAR)
         return set(names)
+
+    def module_of(self, func: ast.expr) -> str:
+        """The top-level module a function call reaches: `np.load` -> numpy (through its
+        alias), `load` imported from numpy -> numpy; "" when none."""
+        if isinstance(func, ast.Name):
+            return self.origins.get(func.id, "")
+        root = _root(func) or ""
+        return self.aliases.get(root, root)
+
+    def is_handle(self, node: ast.expr, depth: int = 0) -> bool:
+        """Whether `node` is an open file or a file's content, as far as the source
+        shows: a call of `_HANDLE_MAKERS`, or a name bound only by `with … as` or to such
+        calls (a name bound anywhere else is not)."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, ast.Call):
+            return _func_name(node.func) in _HANDLE_MAKERS
+        if isinstance(node, ast.Name):
+            bindings = self.bindings.get(node.id, [])
+            # Scopes are merged: `f` may be a `with` target in one function and a
+            # parameter (a name) in another. Each unknown binding must be a `with`'s.
+            unknown = sum(1 for b in bindings if isinstance(b, str))
+            return (
+                bool(bindings)
+                and unknown <= self.handles.get(node.id, 0)
+                and all(
+                    isinstance(b, str) or (isinstance(b, ast.expr) and self.is_handle(b, depth + 1))
+                    for b in bindings
+                )
+            )
+        return False
+
+    def is_config_parser(self, node: ast.expr, depth: int = 0) -> bool:
+        """`configparser.ConfigParser()`, or a name bound to one."""
+        if depth > _MAX_DEPTH:
+            return False
+        if isinstance(node, ast.Call):
+            return _func_name(node.func) in _CONFIG_PARSERS
+        if isinstance(node, ast.Name):
+            return any(
+                isinstance(b, ast.expr) and self.is_config_parser(b, depth + 1)
+                for b in self.bindings.get(node.id, [])
+            )
+        return False
 
     # ------------------------------------------------------------------ values
     def name(self, name: str, depth: int) -> frozenset[str]:
@@ -414,6 +504,33 @@ def _is_reader(func: ast.expr, name: str | None, flow: _Flow) -> bool:
     return isinstance(func, ast.Attribute) and _root(func.value) == module
 
 
+def _library_reader(func: ast.expr, name: str | None, flow: _Flow) -> bool:
+    """A library function that opens the path it is given (`_LIBRARY_READERS`): a
+    function of an imported module (or imported from one), in a module that is not
+    known to take only open files or texts."""
+    if name is None or not (name in _LIBRARY_READERS or name.startswith(_LIBRARY_PREFIXES)):
+        return False
+    module = flow.module_of(func)
+    if not module or module in _NOT_PATH_MODULES:
+        return False  # a function of the test's own (`def load(…)`), or a text parser
+    if name in ("parse", "iterparse"):  # `ast.parse(text)`: only XML parsers take paths
+        return module in ("xml", "lxml", "defusedxml") or _root(func) in (
+            "ET",
+            "ElementTree",
+            "etree",
+            "minidom",
+        )
+    return True
+
+
+def _path_argument(node: ast.Call) -> ast.expr | None:
+    """The argument naming the file a reader opens: its first, or a keyword for one."""
+    if node.args:
+        first = node.args[0]
+        return None if isinstance(first, ast.Starred) else first
+    return next((k.value for k in node.keywords if k.arg in _PATH_KEYWORDS), None)
+
+
 def scan(path: Path) -> SourceNames:
     """The names a Python source may read, and where it reads one that cannot be known
     (see the module docstring). A source that cannot be read or parsed names nothing and
@@ -498,8 +615,20 @@ def _scan(tree: ast.Module) -> SourceNames:
             )
             if target is not None and not _is_own_file(target):
                 read(node, flow.value(target), f"{name}() of a name no literal spells")
+        elif module_call and _library_reader(func, name, flow):
+            target = _path_argument(node)
+            if target is not None and not flow.is_handle(target) and not _is_own_file(target):
+                read(node, flow.value(target), f"{name}() of a name no literal spells")
         elif isinstance(func, ast.Attribute) and not module_call:
-            if name in _PATH_READERS:
+            if name == "read" and args and flow.is_config_parser(func.value):
+                # `ConfigParser().read(names)`: a name or a list of them.
+                names_read = (
+                    flow.each(args[0], 0)
+                    if isinstance(args[0], ast.List | ast.Tuple)
+                    else flow.value(args[0])
+                )
+                read(node, names_read, ".read() of a config file no literal spells")
+            elif name in _PATH_READERS:
                 if not _is_own_file(func.value):
                     read(node, flow.value(func.value), f".{name}() of a path no literal spells")
             elif name in _PATH_GLOBS:
