@@ -27,11 +27,12 @@ restored tests passed (red team attack4). So `scan` does two things:
    (`_LIBRARY_READERS`, `read_*`, `load_*`, `open_*`) when they are a function of an
    imported module; an argument that is an open file or a text (`json.load(f)`,
    `np.load(io.BytesIO(…))`) names nothing itself: its file was opened by a call read here.
+   A child process (`subprocess.run`, `os.system`) given an argument that cannot be known
+   (past its program: `sys.executable` is fine) is opaque too: it may read that name.
 
 Reading the test's own source (`open(__file__)`) is not data and never opaque. A reader
-this module does not know (a method of a library's object, a child process given the
-name) is not seen: such a test names its files by literal almost always, and those are
-restored anyway.
+this module does not know (a method of a library's object) is not seen: such a test
+names its files by literal almost always, and those are restored anyway.
 """
 
 from __future__ import annotations
@@ -118,6 +119,14 @@ _HANDLE_MAKERS = frozenset(
 )  # fmt: skip
 #: Classes whose `.read(names)` reads files by name (`ConfigParser().read(path)`).
 _CONFIG_PARSERS = frozenset({"ConfigParser", "RawConfigParser", "SafeConfigParser"})
+#: Functions that start a child process (of `subprocess`, or `os`'s shell ones): what it
+#: reads is decided by its arguments, which must be names a literal spells.
+_SPAWNERS = {
+    "subprocess": frozenset(
+        {"run", "call", "check_call", "check_output", "Popen", "getoutput", "getstatusoutput"}
+    ),
+    "os": frozenset({"system", "popen"}),
+}
 #: Functions importing a module by its name as a string.
 _IMPORTERS = frozenset({"import_module", "__import__", "run_module"})
 #: Calls whose value is their argument's as a path (`Path(a, b)` joins; `str(p)`).
@@ -523,6 +532,40 @@ def _library_reader(func: ast.expr, name: str | None, flow: _Flow) -> bool:
     return True
 
 
+def _unknown_argument(command: ast.expr, flow: _Flow, depth: int = 0) -> bool:
+    """Whether a child process's command has an argument that cannot be known (the
+    program itself, `sys.executable`, may be unknown): a child given a name built at
+    run time (`[sys.executable, "show.py", name]`, `f"cat {name}"`) reads a file no
+    literal of the test spells. A list built elsewhere is followed through its names;
+    one unpacked into the list (`*args`), or a command that is all unknown, is unknown."""
+    if depth > _MAX_DEPTH:
+        return True
+    if isinstance(command, ast.List | ast.Tuple):
+        return any(
+            isinstance(e, ast.Starred) or any(_unknown_word(v) for v in flow.value(e))
+            for e in command.elts[1:]
+        )
+    if isinstance(command, ast.Name):
+        bindings = flow.bindings.get(command.id, [])
+        if bindings and all(isinstance(b, ast.expr) for b in bindings):
+            return any(
+                _unknown_argument(b, flow, depth + 1) for b in bindings if isinstance(b, ast.expr)
+            )
+    # A command line: its words after the program (`f"{sys.executable} -m slug"` is
+    # known); one that is all unknown (`subprocess.run(cmd, shell=True)`) is unknown.
+    for value in flow.value(command):
+        words = value.split()
+        if all(_unknown_word(w) for w in words) or any(_unknown_word(w) for w in words[1:]):
+            return True
+    return False
+
+
+def _unknown_word(value: str) -> bool:
+    """An argument computed at run time that may be any name (`*`, `*/*`); a literal one
+    (`-q`, `x`) is known, however short."""
+    return STAR in value and names_nothing(value)
+
+
 def _path_argument(node: ast.Call) -> ast.expr | None:
     """The argument naming the file a reader opens: its first, or a keyword for one."""
     if node.args:
@@ -615,6 +658,18 @@ def _scan(tree: ast.Module) -> SourceNames:
             )
             if target is not None and not _is_own_file(target):
                 read(node, flow.value(target), f"{name}() of a name no literal spells")
+        elif module_call and name in _SPAWNERS.get(flow.module_of(func), ()):
+            command = (
+                args[0]
+                if args
+                else next(
+                    (k.value for k in node.keywords if k.arg in ("args", "cmd", "command")), None
+                )
+            )
+            if command is not None and _unknown_argument(command, flow):
+                opaque.append(
+                    f"line {node.lineno}: {name}() of a command whose arguments no literal spells"
+                )
         elif module_call and _library_reader(func, name, flow):
             target = _path_argument(node)
             if target is not None and not flow.is_handle(target) and not _is_own_file(target):
