@@ -26,7 +26,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from harness.inputs.errors import InputError
-from harness.inputs.task_file import Task, TaskFile, parse_task
+from harness.inputs.task_file import OVERRUN, Task, TaskFile, parse_task
 from harness.models.interface import ModelClient
 from harness.models.scripted import ScriptedClient, ScriptedTurn, load_script
 from harness.record.events import Event, EventKind, canonical_json
@@ -106,13 +106,15 @@ def rebuilt_task(run_ref: str, inputs: dict[str, Any]) -> Rebuilt:
         if sha256_text(content) != digest:
             raise _refuse(run_ref, "the recorded task does not match its recorded digest")
         where = Path(str(file)) if file else Path(run_ref)
-        task = parse_task(content, where)
+        # A run the conformance suite started from a narrated overrun (used past the
+        # limit) resumes as the task it started with.
+        task = parse_task(content, where, overrun=True)
     elif isinstance(entry.get("spec"), dict):
         spec = entry["spec"]
         if sha256_text(canonical_json(spec)) != digest:
             raise _refuse(run_ref, "the recorded task does not match its recorded digest")
         try:
-            parsed = TaskFile.model_validate(spec)
+            parsed = TaskFile.model_validate(spec, context={OVERRUN: True})
         except ValidationError as err:
             raise _refuse(run_ref, f"the recorded task is not valid: {err}") from None
         return Rebuilt(task=Task(spec=parsed, folder=Path(str(entry.get("folder") or "."))))
