@@ -23,7 +23,9 @@ from harness.inputs.task_file import (
 
 HEAD = '[task]\nid = "t"\nobjective = "do it"\n\n'
 AGENT = '\n[agent]\nmodel = "scripted:agent.jsonl"\n'
-RUBRIC = '\n[rubric]\nthreshold = 0.5\n[[rubric.criteria]]\nid = "{id}"\nweight = 1.0\ncheck = "x"\n'
+RUBRIC = (
+    '\n[rubric]\nthreshold = 0.5\n[[rubric.criteria]]\nid = "{id}"\nweight = 1.0\ncheck = "x"\n'
+)
 
 
 def run(folder: Path, text: str) -> tuple[int, str]:
@@ -129,9 +131,10 @@ def test_the_schema_describes_the_bounds() -> None:
     assert "limit" in count["used"]["description"]
     time = defs["TimeBudget"]["properties"]
     assert "limit" in time["used"]["description"]
-    assert str(MAX_TIME_SECONDS) in time["limit"]["description"] or "year" in time[
-        "limit"
-    ]["description"]
+    assert (
+        str(MAX_TIME_SECONDS) in time["limit"]["description"]
+        or "year" in time["limit"]["description"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -158,7 +161,7 @@ def test_a_runner_selection_outside_the_workspace_is_refused(
 
 
 def test_an_unclosed_quote_in_a_runner_selection_is_refused(tmp_path: Path) -> None:
-    text = HEAD + AGENT + RUBRIC.format(id="t1") + "pytest = \"'tests\"\n"
+    text = HEAD + AGENT + RUBRIC.format(id="t1") + 'pytest = "\'tests"\n'
     exit_code, output = run(tmp_path, text)
     assert exit_code == 2, output
     assert "rubric.criteria.0" in output and "E303" in output and "quot" in output, output
