@@ -205,7 +205,7 @@ def certify(
     """Certify TARGET (a file, or git:REV:PATH) for a zero-memory receiver in ROLE.
 
     Exit 0 certified, 1 not certified, 2 bad input, 130 interrupted."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     try:
         if check_path is not None:
             sys.exit(run_check(check_path, target, as_json))
