@@ -14,12 +14,8 @@ from click.testing import CliRunner
 
 from harness.cli.main import ilh
 from harness.inputs.errors import InputError
-from harness.inputs.task_file import (
-    MAX_ROUNDS,
-    MAX_TIME_SECONDS,
-    MAX_TOKENS,
-    parse_task,
-)
+from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
+from harness.inputs.task_file import parse_task
 
 HEAD = '[task]\nid = "t"\nobjective = "do it"\n\n'
 AGENT = '\n[agent]\nmodel = "scripted:agent.jsonl"\n'

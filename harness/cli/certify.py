@@ -35,6 +35,7 @@ from harness.cli.errors import (
     refuse_recording_over,
 )
 from harness.cli.options import base_url_option, checked_model_uri
+from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import InputError
 from harness.models.clients.options import ClientOptions
@@ -57,6 +58,10 @@ def refuter_seconds(value: str) -> float:
         raise click.BadParameter(str(err)) from None
     if seconds <= 0:
         raise click.BadParameter(f"{value!r}: the refuter's time budget must be positive")
+    if seconds > MAX_TIME_SECONDS:  # as a task file's [budget.time] (harness.inputs.bounds)
+        raise click.BadParameter(
+            f"{value!r}: at most {MAX_TIME_SECONDS} seconds (a year) for the refuter"
+        )
     return seconds
 
 
@@ -156,7 +161,7 @@ def refuter_seconds(value: str) -> float:
 )
 @click.option(
     "--refuter-tokens",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_TOKENS),
     default=60_000,
     show_default=True,
     help="The refuter's token budget.",
@@ -170,7 +175,7 @@ def refuter_seconds(value: str) -> float:
 )
 @click.option(
     "--refuter-calls",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_ROUNDS),
     default=24,
     show_default=True,
     help="The refuter's budget of model calls (its rounds).",
@@ -252,6 +257,7 @@ def certify(
                 lambda rest: (cwd / rest).resolve(),
                 options=ClientOptions(base_url=base_url, record=record_path),
                 replay=lambda rest: Path(rest),
+                script_of="refuter",
             )
         with default_store(store_path) as store:
             request = Request(

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import BOM, BOM_MESSAGE, TOO_DEEP, InputError, read_utf8
 from harness.inputs.sizes import parse_size
@@ -55,15 +56,6 @@ _RESERVES = ("reserve_audit", "reserve_summary")
 #: recorded task, never for a file a person hands to `ilh`.
 OVERRUN = "overrun"
 
-#: Upper bounds of the budgets. A round is at least one model call, so a million rounds is
-#: months of calls; a trillion tokens is a million rounds of a million-token context. Both
-#: stay below 2^53, where the ledger's float arithmetic and a JSON reader's numbers are
-#: still exact (10^23 rounds was taken and shown as 1e+23, and a limit past 2^63 cannot be
-#: stored as an SQLite integer). A year of time: no run is meant to last longer, and the
-#: ledger counts time in milliseconds, which a float holds exactly far beyond it.
-MAX_ROUNDS = 1_000_000
-MAX_TOKENS = 1_000_000_000_000
-MAX_TIME_SECONDS = 366 * 24 * 3600
 
 _USED_HELP = (
     "usage already spent (a resumed task); with the reserves, at most the limit "
