@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import ilh
-from harness.inputs.errors import InputError
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
+from harness.inputs.errors import InputError
 from harness.inputs.task_file import parse_task
 
 HEAD = '[task]\nid = "t"\nobjective = "do it"\n\n'
