@@ -204,8 +204,8 @@ def declare(flags: Flags, contract_path: Path | None, cwd: Path) -> tuple[str, C
 
     # As a contract file's entries may not be: `--source ''` granted the whole current
     # folder (`Path('')` is `.`), and `--verify ''` was certified as a command to run.
-    for flag, given in (("--source", flags.sources), ("--verify", flags.verify)):
-        if any(not value.strip() for value in given):
+    for flag, values in (("--source", flags.sources), ("--verify", flags.verify)):
+        if any(not value.strip() for value in values):
             raise InputError(flag, "E303", f"{flag} may not be blank: name a path or command")
     target = flags.target or (
         _relpath(folder / file.target, cwd)
