@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
-from tests.certify_helpers import certify_project, copy_example
+from tests.certify_helpers import certified_clean, certify_project, copy_example, invoke
 
 
 def error_line(output: str) -> str:
@@ -79,3 +79,48 @@ def test_a_missing_refuter_script_is_called_the_refuter_script(
     assert code == 2, result.output
     line = error_line(result.output)
     assert "cannot read the refuter script" in line and "nowhere.jsonl" in line, line
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ("--apply",),
+        ("--role", "reviewer"),
+        ("--source", "project"),
+        ("--model", "scripted:refuter_pass.jsonl"),
+        ("--refuter-calls", "3"),
+    ],
+)
+def test_check_with_a_certification_flag_is_bad_usage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: tuple[str, ...]
+) -> None:
+    # `--check c.json --source project` re-checked the certificate's own sources and said
+    # nothing of the flag: the person believed their sources were the ones checked.
+    folder, _ = certified_clean(tmp_path, monkeypatch)
+    result = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json", *extra)
+    assert result.exit_code == 2, result.output
+    line = error_line(result.output)
+    assert line.startswith("error --check: E303 ") and extra[0] in line, line
+    # What --check does take still works.
+    result = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json", "handoff.md")
+    assert result.exit_code == 0, result.output
+    result = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json", "--json")
+    assert result.exit_code == 0, result.output
+
+
+def test_check_of_a_target_typed_that_cannot_be_read_is_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DESIGN §6: 2 for unreadable input. A mistyped TARGET was reported "CHANGED", exit 1.
+    folder, _ = certified_clean(tmp_path, monkeypatch)
+    for given in ("nowhere.md", "project"):
+        result = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json", given)
+        assert result.exit_code == 2, result.output
+        line = error_line(result.output)
+        assert line.startswith(f"error {given}: E500 "), line
+        assert "CHANGED" not in result.output
+    # The certificate's own target gone (none typed): something changed, exit 1.
+    (folder / "handoff.md").unlink()
+    result = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json")
+    assert result.exit_code == 1, result.output
+    assert "the target cannot be read" in result.output

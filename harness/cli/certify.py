@@ -17,6 +17,7 @@ from contextlib import suppress
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
 from harness.certify.certificate import Certificate
@@ -213,6 +214,7 @@ def certify(
     err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     try:
         if check_path is not None:
+            refuse_certification_flags()
             sys.exit(run_check(check_path, target, as_json))
         flags = Flags(
             target=target,
@@ -357,6 +359,34 @@ def emit(
         # Quoted tokens and refuter text come from an untrusted target: shown, never
         # obeyed by the terminal.
         click.echo(printable(render_markdown(result)), nl=False)
+
+
+#: What `--check CERT [TARGET]` takes; every other option is certification's. A script's
+#: `--non-interactive` and `--store` do no harm there (a check never prompts and writes no
+#: run), so they pass.
+_CHECK_TAKES = frozenset({"check_path", "target", "as_json", "non_interactive", "store_path"})
+
+
+def refuse_certification_flags() -> None:
+    """`--check` re-checks a certificate against its own contract: a certification flag
+    beside it (`--source project`, `--apply`, `--model …`) was silently ignored, and the
+    person believed the sources they named were the ones checked."""
+    ctx = click.get_current_context()
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name not in _CHECK_TAKES
+        and param.name is not None
+        and ctx.get_parameter_source(param.name)
+        in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    ]
+    if given:
+        raise BadInput(
+            "--check",
+            "E303",
+            f"--check re-checks a certificate and certifies nothing; {', '.join(given)} "
+            "would be ignored: drop them, or drop --check to certify",
+        )
 
 
 def run_check(cert: Path, target: str | None, as_json: bool) -> int:
