@@ -4,6 +4,7 @@ with the flag named, never a certification of nothing or a misleading word."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,23 @@ def test_check_of_a_target_typed_that_cannot_be_read_is_bad_input(
     result = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json")
     assert result.exit_code == 1, result.output
     assert "the target cannot be read" in result.output
+
+
+def test_an_answer_that_matches_no_finding_is_named_in_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A typo in a token ("as discused") left its finding open and said nothing of it.
+    folder = copy_example("certify_repair", tmp_path)
+    answers = json.loads((folder / "answers.json").read_text(encoding="utf-8"))
+    answers["findings"][0]["token"] = "as discused"
+    (folder / "typo.json").write_text(json.dumps(answers), encoding="utf-8")
+    code, cert, result = certify_project(folder, monkeypatch, "--answers", "typo.json", "--apply")
+    assert code == 1, result.output
+    assert "findings.0 ('as discused') matched no finding" in cert["reason"], cert["reason"]
+    assert "findings.1" not in cert["reason"]
+    # The answers as shipped all match: certified, as the example's README says.
+    folder = copy_example("certify_repair", tmp_path / "again")
+    code, cert, result = certify_project(
+        folder, monkeypatch, "--answers", "answers.json", "--apply"
+    )
+    assert code == 0, result.output
