@@ -141,10 +141,24 @@ class RoundsBudget(CountBudget):
 
 
 _TIME_HELP = f"seconds, or a string like '300s', '5m', '2h'; at most {MAX_TIME_SECONDS} (a year)"
+
+
+def budget_seconds(value: object) -> float:
+    """A time budget's amount: a duration (`parse_duration`) of at most a year."""
+    seconds = parse_duration(value)
+    if seconds > MAX_TIME_SECONDS:
+        raise ValueError(f"at most {MAX_TIME_SECONDS} seconds (a year), not {value!r}")
+    return seconds
+
+
+# The bound is checked in `budget_seconds` and shown on the number branch of the schema
+# (a constraint on the float itself came out as `ge`/`le`, no JSON Schema keyword).
 Seconds = Annotated[
     float,
-    BeforeValidator(parse_duration, json_schema_input_type=float | str),
-    Field(ge=0, le=MAX_TIME_SECONDS),
+    BeforeValidator(
+        budget_seconds,
+        json_schema_input_type=Annotated[float, Field(ge=0, le=MAX_TIME_SECONDS)] | str,
+    ),
 ]
 
 
