@@ -76,6 +76,10 @@ def test_the_conformance_suite_may_start_from_an_overrun() -> None:
         parse_task(text, Path("task.toml"))
     task = parse_task(text, Path("task.toml"), overrun=True)
     assert task.spec.budget.rounds is not None and task.spec.budget.rounds.used == 3
+    # The reserves alone are still held within the limit, overrun or not.
+    reserves = text.replace("used = 3", "used = 3\nreserve_audit = 3")
+    with pytest.raises(InputError, match="reserve_audit 3 is more than limit 2"):
+        parse_task(reserves, Path("task.toml"), overrun=True)
 
 
 @pytest.mark.parametrize(

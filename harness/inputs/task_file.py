@@ -51,10 +51,12 @@ class TaskSection(Strict):
 
 _RESERVES = ("reserve_audit", "reserve_summary")
 
-#: The validation context key under which `used` may pass the limit (`parse_task(…,
-#: overrun=True)`): only for the conformance suite's narrated starts and a resumed run's
-#: recorded task, never for a file a person hands to `ilh`.
-OVERRUN = "overrun"
+#: The validation context key that holds `used` (and used + reserves) within the limit:
+#: set by `parse_task` for a file a person hands to `ilh`, unless `overrun=True` (the
+#: conformance suite's narrated starts, a resumed run's recorded task). A `TaskFile` built
+#: in code without it may start from an overrun, a state the runtime handles (it stops at
+#: once with `reason:budget`) and its property tests generate.
+CHECK_USED = "check_used"
 
 
 _USED_HELP = (
@@ -64,21 +66,18 @@ _USED_HELP = (
 _RESERVE_HELP = "set aside inside the limit; used + reserves is at most the limit"
 
 
-def _limit_of(info: ValidationInfo) -> float | None:
-    """The limit being validated beside this key; None when it was bad (that error is
-    reported) or when the suite's narrated overrun lets `used` pass it."""
-    limit = info.data.get("limit")
-    if limit is None or (info.context or {}).get(OVERRUN):
-        return None
-    return float(limit)
+def _checks_used(info: ValidationInfo) -> bool:
+    return bool((info.context or {}).get(CHECK_USED))
 
 
 def used_within_limit(value: float, info: ValidationInfo) -> float:
     """`used` past the limit is a state no run of this file can be in: the run stopped
     before round 1 without saying the file was wrong. Equal to the limit stays allowed
     (an exhausted budget ends the run at once with `reason:budget`, DESIGN §5)."""
-    limit = _limit_of(info)
-    if limit is not None and float(value) > limit:
+    limit = info.data.get("limit")
+    if limit is None or not _checks_used(info):  # a bad limit is reported on its own
+        return value
+    if float(value) > limit:
         raise ValueError(
             f"used {float(value):g} is more than limit {limit:g}: a budget cannot have "
             "spent more than its limit (used equal to the limit is an exhausted budget)"
@@ -93,13 +92,13 @@ def reserves_within_limit(value: float, info: ValidationInfo) -> float:
     saying why. Checked key by key, so the error names the key where the sum passed the
     limit; reaching it exactly stays allowed, as `limit = 0` is.
 
-    The conformance suite starts runs from a narrated overrun (exec-0003: used + reserves
-    past the limit), parsed with `overrun=True`: then nothing here is checked."""
-    limit = _limit_of(info)
+    Without `CHECK_USED` (the conformance suite's narrated overruns, exec-0003: used +
+    reserves past the limit) `used` is left out of the sum: the reserves alone must fit."""
+    limit = info.data.get("limit")
     name = info.field_name
-    if limit is None or name is None:
+    if limit is None or name is None:  # the limit itself was bad: that error is reported
         return value
-    before = ("used", *_RESERVES[: _RESERVES.index(name)])
+    before = (*(("used",) if _checks_used(info) else ()), *_RESERVES[: _RESERVES.index(name)])
     if any(key not in info.data for key in before):
         return value  # an earlier key was bad: that error is reported
     total = sum(float(info.data[key]) for key in before) + float(value)
@@ -579,7 +578,7 @@ def parse_task(text: str, path: Path, *, overrun: bool = False) -> Task:
             path, "E303", f"{dotted}: holds a NUL character (\\u0000)", locate(text, nul)
         )
     try:
-        spec = TaskFile.model_validate(raw, context={OVERRUN: overrun})
+        spec = TaskFile.model_validate(raw, context={CHECK_USED: not overrun})
     except ValidationError as err:
         raise validation_error(path, text, err) from None
     return Task(spec=spec, folder=path.resolve().parent, source=path, text=text)

@@ -26,7 +26,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from harness.inputs.errors import InputError
-from harness.inputs.task_file import OVERRUN, Task, TaskFile, parse_task
+from harness.inputs.task_file import Task, TaskFile, parse_task
 from harness.models.interface import ModelClient
 from harness.models.scripted import ScriptedClient, ScriptedTurn, load_script
 from harness.record.events import Event, EventKind, canonical_json
@@ -114,7 +114,7 @@ def rebuilt_task(run_ref: str, inputs: dict[str, Any]) -> Rebuilt:
         if sha256_text(canonical_json(spec)) != digest:
             raise _refuse(run_ref, "the recorded task does not match its recorded digest")
         try:
-            parsed = TaskFile.model_validate(spec, context={OVERRUN: True})
+            parsed = TaskFile.model_validate(spec)
         except ValidationError as err:
             raise _refuse(run_ref, f"the recorded task is not valid: {err}") from None
         return Rebuilt(task=Task(spec=parsed, folder=Path(str(entry.get("folder") or "."))))
