@@ -256,7 +256,8 @@ def test_a_pipe_named_as_the_record_does_not_hang(
     code, _, result = certify(folder, monkeypatch, "pipe.md", "--role", "r")
     assert code == 2 and "not a regular file" in result.stderr
     checked = invoke(folder, monkeypatch, "certify", "--check", "h.cert.json", "pipe.md")
-    assert checked.exit_code == 1 and "not a regular file" in checked.output
+    # A TARGET typed that cannot be read is bad input (exit 2), not a changed record.
+    assert checked.exit_code == 2 and "not a regular file" in checked.output
     with pytest.raises(InputError, match="not a regular file"):
         bind_handoff(folder / "h.cert.json", objective="", file=folder / "pipe.md", where="t")
     # A pipe as the certificate: `[handoff] certificate` and --check.

@@ -105,6 +105,10 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     try:
         current = read_target(given, base)
     except InputError as err:
+        if target is not None:
+            # A TARGET the person typed that cannot be read is a mistyped path, bad input
+            # (DESIGN §6: exit 2), not a record that changed.
+            raise
         report.problems.append(f"the target cannot be read: {err.message}")
         return report
     digest = sha256_digest(current.data)

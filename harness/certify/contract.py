@@ -202,6 +202,11 @@ def declare(flags: Flags, contract_path: Path | None, cwd: Path) -> tuple[str, C
         # A contract file's relative paths are relative to the file: restate them from cwd.
         return tuple(v if Path(v).is_absolute() else _relpath(folder / v, cwd) for v in values)
 
+    # As a contract file's entries may not be: `--source ''` granted the whole current
+    # folder (`Path('')` is `.`), and `--verify ''` was certified as a command to run.
+    for flag, values in (("--source", flags.sources), ("--verify", flags.verify)):
+        if any(not value.strip() for value in values):
+            raise InputError(flag, "E303", f"{flag} may not be blank: name a path or command")
     target = flags.target or (
         _relpath(folder / file.target, cwd)
         if file.target and not file.target.startswith("git:")

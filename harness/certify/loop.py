@@ -117,6 +117,9 @@ class _State:
     repaired: set[tuple[str, str]] = field(default_factory=set)
     dropped: list[str] = field(default_factory=list)
     asked: dict[tuple[str, str], GateAnswer | None] = field(default_factory=dict)
+    #: Indexes of `--answers` findings that answered a finding: the others are named in
+    #: the reason (a typo in a token left its finding open with no word why).
+    answered: set[int] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     premise_gate: PremiseGate = field(default_factory=lambda: PremiseGate(fired=False))
 
@@ -383,6 +386,8 @@ class Certifier:
         if key in state.asked:
             return state.asked[key]
         given = self.request.answers.for_finding(*key)
+        if given is not None:
+            state.answered.add(self.request.answers.findings.index(given))
         answer = (
             GateAnswer(tag=given.answer, value=given.value)
             if given is not None
@@ -709,8 +714,14 @@ class Certifier:
         }
         deferred = [r for r in state.deferred.values() if r not in residuals]
         all_residuals = [*residuals, *deferred]
-        if reason and state.notes:
-            reason = reason + " [" + "; ".join(state.notes) + "]"
+        unused = [
+            f"--answers findings.{i} ({a.token!r}) matched no finding; its answer was not used"
+            for i, a in enumerate(self.request.answers.findings)
+            if i not in state.answered
+        ]
+        notes = [*state.notes, *unused]
+        if reason and notes:
+            reason = reason + " [" + "; ".join(notes) + "]"
         certificate = Certificate(
             certified=certified,
             target=target_ref,

@@ -17,6 +17,7 @@ from contextlib import suppress
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
 from harness.certify.certificate import Certificate
@@ -35,6 +36,7 @@ from harness.cli.errors import (
     refuse_recording_over,
 )
 from harness.cli.options import base_url_option, checked_model_uri
+from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import InputError
 from harness.models.clients.options import ClientOptions
@@ -57,6 +59,10 @@ def refuter_seconds(value: str) -> float:
         raise click.BadParameter(str(err)) from None
     if seconds <= 0:
         raise click.BadParameter(f"{value!r}: the refuter's time budget must be positive")
+    if seconds > MAX_TIME_SECONDS:  # as a task file's [budget.time] (harness.inputs.bounds)
+        raise click.BadParameter(
+            f"{value!r}: at most {MAX_TIME_SECONDS} seconds (a year) for the refuter"
+        )
     return seconds
 
 
@@ -156,7 +162,7 @@ def refuter_seconds(value: str) -> float:
 )
 @click.option(
     "--refuter-tokens",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_TOKENS),
     default=60_000,
     show_default=True,
     help="The refuter's token budget.",
@@ -170,7 +176,7 @@ def refuter_seconds(value: str) -> float:
 )
 @click.option(
     "--refuter-calls",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_ROUNDS),
     default=24,
     show_default=True,
     help="The refuter's budget of model calls (its rounds).",
@@ -205,9 +211,10 @@ def certify(
     """Certify TARGET (a file, or git:REV:PATH) for a zero-memory receiver in ROLE.
 
     Exit 0 certified, 1 not certified, 2 bad input, 130 interrupted."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     try:
         if check_path is not None:
+            refuse_certification_flags()
             sys.exit(run_check(check_path, target, as_json))
         flags = Flags(
             target=target,
@@ -252,6 +259,7 @@ def certify(
                 lambda rest: (cwd / rest).resolve(),
                 options=ClientOptions(base_url=base_url, record=record_path),
                 replay=lambda rest: Path(rest),
+                script_of="refuter",
             )
         with default_store(store_path) as store:
             request = Request(
@@ -351,6 +359,34 @@ def emit(
         # Quoted tokens and refuter text come from an untrusted target: shown, never
         # obeyed by the terminal.
         click.echo(printable(render_markdown(result)), nl=False)
+
+
+#: What `--check CERT [TARGET]` takes; every other option is certification's. A script's
+#: `--non-interactive` and `--store` do no harm there (a check never prompts and writes no
+#: run), so they pass.
+_CHECK_TAKES = frozenset({"check_path", "target", "as_json", "non_interactive", "store_path"})
+
+
+def refuse_certification_flags() -> None:
+    """`--check` re-checks a certificate against its own contract: a certification flag
+    beside it (`--source project`, `--apply`, `--model …`) was silently ignored, and the
+    person believed the sources they named were the ones checked."""
+    ctx = click.get_current_context()
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name not in _CHECK_TAKES
+        and param.name is not None
+        and ctx.get_parameter_source(param.name)
+        in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    ]
+    if given:
+        raise BadInput(
+            "--check",
+            "E303",
+            f"--check re-checks a certificate and certifies nothing; {', '.join(given)} "
+            "would be ignored: drop them, or drop --check to certify",
+        )
 
 
 def run_check(cert: Path, target: str | None, as_json: bool) -> int:

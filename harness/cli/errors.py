@@ -71,7 +71,13 @@ def reader_may_leave() -> Iterator[None]:
 
 class ReportConsole(Console):
     """rich's console for a command's report: a reader that leaves early ends the output,
-    not the command (rich's default exits 1, which would hide the verdict's status)."""
+    not the command (rich's default exits 1, which would hide the verdict's status).
+    Emoji codes are off: `FILE:100:7` was printed `FILE💯7` (`:100:` is one), and text an
+    agent wrote (`:skull:`) is shown as written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         self.quiet = True

@@ -170,7 +170,7 @@ def grade(
     """Grade the work in a workspace against TASK_FILE's rubric.
 
     Exit 0 verified, 1 needs revision, 2 bad input, 130 interrupted."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     try:
         with immediate_interrupts(), exporting(otel):
             report, claims, policy = asyncio.run(

@@ -53,12 +53,35 @@ def brief(message: str) -> str:
     return f"{message[:MAX_SHOWN]}… ({len(message):,} characters; --json shows it whole)"
 
 
+#: The most findings printed for people per file. 200,000 bad lines took 81 s to print
+#: (0.4 ms a rich line; `--json` took 5 s) and no one reads past the first screens: the
+#: rest are counted, and `--json` lists every one.
+MAX_PRINTED = 200
+
+
+def printed(findings: list[Finding]) -> list[Finding]:
+    """At most `MAX_PRINTED` of `findings`, errors before warnings (an error on the last
+    line is not hidden behind a thousand warnings), in the file's order."""
+    if len(findings) <= MAX_PRINTED:
+        return findings
+    order = sorted(range(len(findings)), key=lambda i: (findings[i].severity != "error", i))
+    return [findings[i] for i in sorted(order[:MAX_PRINTED])]
+
+
 def print_findings(console: Console, name: str, findings: list[Finding]) -> None:
-    for f in findings:
+    chosen = printed(findings)
+    for f in chosen:
         style = "bold red" if f.severity == "error" else "yellow"
         console.print(
             f"{shown(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
             f"[dim]{ERROR_CODES[f.code][0]}:[/] {shown(brief(f.message))}",
+            highlight=False,
+        )
+    more = len(findings) - len(chosen)
+    if more:
+        console.print(
+            f"[dim]… {more:,} more finding(s) in {shown(name)} not shown (the first "
+            f"{MAX_PRINTED} are, errors first); --json lists them all[/]",
             highlight=False,
         )
 

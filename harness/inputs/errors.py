@@ -31,7 +31,8 @@ class InputError(Exception):
 
 #: The most the harness reads of one file a user names (a task file, an agent script or a
 #: recording, a claim, iLang text, a handoff): far above any real one, and a log, a disk
-#: image or `/dev/zero` named by mistake ends in a message instead of filling the memory.
+#: image or `<(cat /dev/zero)` named by mistake ends in a message instead of filling the
+#: memory (a device itself is refused before a byte is read, `_not_a_file`).
 MAX_INPUT_BYTES = 256 * 1024 * 1024
 
 
@@ -58,22 +59,36 @@ def _named(fd: int) -> bool:
         return True
 
 
+def _not_a_file(mode: int, fd: int) -> str | None:
+    """Why a file of this mode is not read (None: read it). Only a regular file and an
+    anonymous pipe are: `/dev/zero` (a character device) was read to the 256 MiB cap, as
+    much memory and most of a second, before a message that it was too large; `/dev/null`
+    was an empty task; a named pipe with no writer blocked in `open`. The pipe `<(cmd)`
+    hands over (an anonymous pipe, its writer already there) is still read, blocking."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        if not _named(fd):
+            return None
+        return "it is a named pipe (FIFO), not a file; save the text to a file"
+    if stat.S_ISDIR(mode):
+        return "it is a folder, not a file"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "it is a device, not a regular file; name the file you meant"
+    return "it is not a regular file (a socket?); name the file you meant"
+
+
 def read_bytes(path: Path, what: str) -> bytes:
     """The bytes of a user's file, at most `MAX_INPUT_BYTES`; `InputError` (E500) for one
-    that cannot be read or is larger."""
+    that cannot be read, is larger, or is not a regular file (see `_not_a_file`)."""
     try:
         # Opened without blocking: a named pipe (FIFO) with no writer blocked the command
-        # forever in `open`, before a word was said. A pipe `<(cmd)` hands over (an
-        # anonymous pipe, its writer already there) is still read, blocking.
+        # forever in `open`, before a word was said.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            if stat.S_ISFIFO(os.fstat(fd).st_mode) and _named(fd):
-                raise InputError(
-                    path,
-                    "E500",
-                    f"cannot read {what}: it is a named pipe (FIFO), not a file; save the "
-                    "text to a file",
-                )
+            why = _not_a_file(os.fstat(fd).st_mode, fd)
+            if why is not None:
+                raise InputError(path, "E500", f"cannot read {what}: {why}")
             os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)

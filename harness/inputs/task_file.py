@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -18,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import BOM, BOM_MESSAGE, TOO_DEEP, InputError, read_utf8
 from harness.inputs.sizes import parse_size
@@ -32,9 +34,8 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
 
-# `json_schema_input_type`: the JSON Schema (`ilh schema task`) accepts what people write
-# ("90s", "2GiB"), not only the number the validator turns it into.
-Seconds = Annotated[float, BeforeValidator(parse_duration, json_schema_input_type=float | str)]
+# `json_schema_input_type` (in `Seconds`, `Bytes`): the JSON Schema (`ilh schema task`)
+# accepts what people write ("90s", "2GiB"), not only the number the validator makes of it.
 SingleLine = Annotated[str, Field(min_length=1, pattern=r"^[^\r\n\x00-\x08\x0b-\x1f]*$")]
 
 
@@ -50,25 +51,56 @@ class TaskSection(Strict):
 
 _RESERVES = ("reserve_audit", "reserve_summary")
 
+#: The validation context key that holds `used` (and used + reserves) within the limit:
+#: set by `parse_task` for a file a person hands to `ilh`, unless `overrun=True` (the
+#: conformance suite's narrated starts, a resumed run's recorded task). A `TaskFile` built
+#: in code without it may start from an overrun, a state the runtime handles (it stops at
+#: once with `reason:budget`) and its property tests generate.
+CHECK_USED = "check_used"
+
+
+_USED_HELP = (
+    "usage already spent (a resumed task); with the reserves, at most the limit "
+    "(used equal to the limit is an exhausted budget: the run stops at once)"
+)
+_RESERVE_HELP = "set aside inside the limit; used + reserves is at most the limit"
+
+
+def _checks_used(info: ValidationInfo) -> bool:
+    return bool((info.context or {}).get(CHECK_USED))
+
+
+def used_within_limit(value: float, info: ValidationInfo) -> float:
+    """`used` past the limit is a state no run of this file can be in: the run stopped
+    before round 1 without saying the file was wrong. Equal to the limit stays allowed
+    (an exhausted budget ends the run at once with `reason:budget`, DESIGN §5)."""
+    limit = info.data.get("limit")
+    if limit is None or not _checks_used(info):  # a bad limit is reported on its own
+        return value
+    if float(value) > limit:
+        raise ValueError(
+            f"used {float(value):g} is more than limit {limit:g}: a budget cannot have "
+            "spent more than its limit (used equal to the limit is an exhausted budget)"
+        )
+    return value
+
 
 def reserves_within_limit(value: float, info: ValidationInfo) -> float:
     """The reserves are pools set aside inside `limit` (the ledger's remaining is limit −
-    used − reserve_audit − reserve_summary): pools larger than the limit are a mistake no
-    run can have made, and the run would stop before round 1 without saying why. Checked
-    key by key, so the error names the key where the pools passed the limit; reaching it
-    exactly stays allowed, as `limit = 0` is.
+    used − reserve_audit − reserve_summary): pools larger than what is left of the limit
+    are a mistake no run can have made, and the run would stop before round 1 without
+    saying why. Checked key by key, so the error names the key where the sum passed the
+    limit; reaching it exactly stays allowed, as `limit = 0` is.
 
-    `used` past the limit is not checked: it is a resumed task's overrun ("the last round
-    overran"), a state the conformance suite starts runs from (exec-0006, exec-0011,
-    exec-0097, and used + reserves past the limit in exec-0003), and such a run is to
-    stop at once with `reason:budget`."""
+    Without `CHECK_USED` (the conformance suite's narrated overruns, exec-0003: used +
+    reserves past the limit) `used` is left out of the sum: the reserves alone must fit."""
     limit = info.data.get("limit")
     name = info.field_name
     if limit is None or name is None:  # the limit itself was bad: that error is reported
         return value
-    before = _RESERVES[: _RESERVES.index(name)]
+    before = (*(("used",) if _checks_used(info) else ()), *_RESERVES[: _RESERVES.index(name)])
     if any(key not in info.data for key in before):
-        return value  # an earlier reserve was bad: that error is reported
+        return value  # an earlier key was bad: that error is reported
     total = sum(float(info.data[key]) for key in before) + float(value)
     if total > limit:
         counted = " + ".join([*(k for k in before if info.data[k]), name])
@@ -80,31 +112,122 @@ def reserves_within_limit(value: float, info: ValidationInfo) -> float:
     return value
 
 
-class CountBudget(Strict):
-    limit: int = Field(ge=0, strict=True)
-    used: int = Field(default=0, ge=0, strict=True)
-    reserve_audit: int = Field(default=0, ge=0, strict=True)
-    reserve_summary: int = Field(default=0, ge=0, strict=True)
+def _count(bound: int, text: str, default: int | None = None) -> Any:
+    if default is None:
+        return Field(ge=0, le=bound, strict=True, description=text)
+    return Field(default=default, ge=0, le=bound, strict=True, description=text)
 
+
+class CountBudget(Strict):
+    """Tokens (and the base of rounds): every amount at most 10^12."""
+
+    limit: int = _count(MAX_TOKENS, "at most 10^12")
+    used: int = _count(MAX_TOKENS, _USED_HELP, 0)
+    reserve_audit: int = _count(MAX_TOKENS, _RESERVE_HELP, 0)
+    reserve_summary: int = _count(MAX_TOKENS, _RESERVE_HELP, 0)
+
+    _used_within_limit = field_validator("used")(used_within_limit)
     _reserves_within_limit = field_validator(*_RESERVES)(reserves_within_limit)
 
 
-class TimeBudget(Strict):
-    limit: Seconds
-    used: Seconds = 0.0
-    reserve_audit: Seconds = 0.0
-    reserve_summary: Seconds = 0.0
+class RoundsBudget(CountBudget):
+    """Rounds: every amount at most 10^6 (a round is at least one model call)."""
 
+    limit: int = _count(MAX_ROUNDS, "at most 10^6")
+    used: int = _count(MAX_ROUNDS, _USED_HELP, 0)
+    reserve_audit: int = _count(MAX_ROUNDS, _RESERVE_HELP, 0)
+    reserve_summary: int = _count(MAX_ROUNDS, _RESERVE_HELP, 0)
+
+
+_TIME_HELP = f"seconds, or a string like '300s', '5m', '2h'; at most {MAX_TIME_SECONDS} (a year)"
+
+
+def budget_seconds(value: object) -> float:
+    """A time budget's amount: a duration (`parse_duration`) of at most a year."""
+    seconds = parse_duration(value)
+    if seconds > MAX_TIME_SECONDS:
+        raise ValueError(f"at most {MAX_TIME_SECONDS} seconds (a year), not {value!r}")
+    return seconds
+
+
+# The bound is checked in `budget_seconds` and shown on the number branch of the schema
+# (a constraint on the float itself came out as `ge`/`le`, no JSON Schema keyword).
+Seconds = Annotated[
+    float,
+    BeforeValidator(
+        budget_seconds,
+        json_schema_input_type=Annotated[float, Field(ge=0, le=MAX_TIME_SECONDS)] | str,
+    ),
+]
+
+
+class TimeBudget(Strict):
+    limit: Seconds = Field(description=_TIME_HELP)
+    used: Seconds = Field(default=0.0, description=_USED_HELP)
+    reserve_audit: Seconds = Field(default=0.0, description=_RESERVE_HELP)
+    reserve_summary: Seconds = Field(default=0.0, description=_RESERVE_HELP)
+
+    _used_within_limit = field_validator("used")(used_within_limit)
     _reserves_within_limit = field_validator(*_RESERVES)(reserves_within_limit)
 
 
 class BudgetSection(Strict):
-    rounds: CountBudget | None = None
+    rounds: RoundsBudget | None = None
     tokens: CountBudget | None = None
     time: TimeBudget | None = None
 
 
 _CHECKS_REF = re.compile(r"\$\{?ILH_CHECKS\}?(?![A-Za-z0-9_])|/ilh-checks")
+
+
+#: pytest options whose value is a path (`--rootdir=/`, `-c /etc/x.ini`): checked as the
+#: paths the selection names are. The other options taking a value (`-k EXPR`, `-p NAME`)
+#: are skipped with it, so an expression is never read as a path.
+_PYTEST_PATH_OPTIONS = frozenset({
+    "-c", "--config-file", "--rootdir", "--confcutdir", "--basetemp", "--ignore",
+    "--ignore-glob", "--deselect", "--junitxml", "--junit-xml", "--log-file", "--cov",
+})  # fmt: skip
+_PYTEST_OTHER_VALUE_OPTIONS = frozenset({
+    "-k", "-m", "-p", "-o", "-W", "-r", "-n", "--tb", "--durations", "--durations-min",
+    "--maxfail", "--import-mode", "--log-level", "--log-format", "--capture", "--color",
+    "--code-highlight", "--junit-prefix", "--override-ini", "--debug", "--pythonwarnings",
+    "--cov-report", "--numprocesses", "--timeout", "--log-cli-level",
+})  # fmt: skip
+
+
+def _selection_paths(kind: str, text: str) -> list[str]:
+    """The paths a `pytest`/`unittest` selection names (ValueError: not shell words)."""
+    try:
+        words = shlex.split(text)
+    except ValueError as err:  # the grader splits it the same way, mid-grading
+        raise ValueError(f"{kind} is not shell words: {err}") from None
+    if kind == "unittest":
+        return words
+    paths: list[str] = []
+    value_of: str | None = None
+    for word in words:
+        if value_of is not None:
+            if value_of in _PYTEST_PATH_OPTIONS:
+                paths.append(word)
+            value_of = None
+        elif word.startswith("-"):
+            name, eq, value = word.partition("=")
+            if name in _PYTEST_PATH_OPTIONS and eq:
+                paths.append(value)
+            elif not eq and (name in _PYTEST_PATH_OPTIONS or name in _PYTEST_OTHER_VALUE_OPTIONS):
+                value_of = name
+        else:
+            paths.append(word)
+    return paths
+
+
+def _outside(path: str) -> bool:
+    """Does `path` leave the graded tree: absolute (other than the hidden checks, mounted
+    at `/ilh-checks`) or stepping up with `..`?"""
+    bare = path.split("::", 1)[0]
+    if bare.startswith("/") and not _CHECKS_REF.match(bare):
+        return True
+    return ".." in re.split(r"[/\\]", bare)
 
 
 class Criterion(Strict):
@@ -127,6 +250,23 @@ class Criterion(Strict):
         if run is not None and not run.strip():
             raise ValueError("a check command may not be blank")
         return run
+
+    @field_validator("pytest", "unittest")
+    @classmethod
+    def _selection_inside(cls, text: str | None, info: ValidationInfo) -> str | None:
+        # The runner runs inside the grader's sandbox, in the grading tree: a path outside
+        # it (`/etc`, `../x`) is not the task's tests, and only failed there, at grading,
+        # after the whole run. Refused here, naming the criterion.
+        if text is None or info.field_name is None:
+            return text
+        for path in _selection_paths(info.field_name, text):
+            if _outside(path):
+                raise ValueError(
+                    f"criterion {info.data.get('id', '?')}: {info.field_name} names "
+                    f"{path!r}, outside the workspace; name tests inside it (relative, no "
+                    "'..') or in the hidden checks ($ILH_CHECKS)"
+                )
+        return text
 
     @model_validator(mode="after")
     def _one_check(self) -> Self:
@@ -424,7 +564,9 @@ def _nul_key(value: object, loc: tuple[str | int, ...] = ()) -> tuple[str | int,
     return None
 
 
-def parse_task(text: str, path: Path) -> Task:
+def parse_task(text: str, path: Path, *, overrun: bool = False) -> Task:
+    """The task in `text`. `overrun`: `used` may pass the limit, for the conformance
+    suite's narrated starts and a resumed run's recorded task (accepted when it started)."""
     raw = parse_toml(text, path)
     # TOML lets `"\u0000"` be written; no task value means one, and as a path (workspace,
     # soul, a scripted agent) the operating system refuses it deep inside the run setup
@@ -436,12 +578,12 @@ def parse_task(text: str, path: Path) -> Task:
             path, "E303", f"{dotted}: holds a NUL character (\\u0000)", locate(text, nul)
         )
     try:
-        spec = TaskFile.model_validate(raw)
+        spec = TaskFile.model_validate(raw, context={CHECK_USED: not overrun})
     except ValidationError as err:
         raise validation_error(path, text, err) from None
     return Task(spec=spec, folder=path.resolve().parent, source=path, text=text)
 
 
-def load_task(path: Path) -> Task:
+def load_task(path: Path, *, overrun: bool = False) -> Task:
     text = read_utf8(path, "the task file")
-    return parse_task(text, path)
+    return parse_task(text, path, overrun=overrun)

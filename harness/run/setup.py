@@ -119,9 +119,12 @@ def client_from_uri(
     flag: str = "--model",
     replay: Callable[[str], Path] | None = None,
     script: Sequence[ScriptedTurn] | None = None,
+    script_of: str | None = None,
 ) -> ModelClient:
     """`client_for` without a task: `resolve` turns a relative path of the URI into a
-    file (scripted:, local:PATH.gguf); `replay` finds a recording (default: `resolve`)."""
+    file (scripted:, local:PATH.gguf); `replay` finds a recording (default: `resolve`).
+    `script_of`: whose a scripted file is, for its messages (default: the agent's, or the
+    grader's for `--grader-model`)."""
     scheme, _, rest = uri.partition(":")
     if scheme not in MODEL_SCHEMES or not rest:
         raise InputError(flag, "E303", f"not a model URI: {uri!r} ({', '.join(MODEL_SCHEMES)})")
@@ -131,7 +134,7 @@ def client_from_uri(
     if scheme == "scripted" and script is not None:
         client = ScriptedClient(list(script), f"scripted:{Path(rest).name}", start)
     elif scheme == "scripted":
-        who = "the grader script" if flag == "--grader-model" else "the agent script"
+        who = f"the {script_of or ('grader' if flag == '--grader-model' else 'agent')} script"
         client = ScriptedClient.from_file(resolve(rest), start=start, what=who)
     elif scheme == "replay":
         from harness.models.clients.replay import ReplayClient
