@@ -18,8 +18,15 @@ the harness sent, through the bare SDK alone (no harness), once by
 (the harness's path, without `create`'s parameter transform). No runtime can beat its
 own HTTP client: "beyond SDK" is the harness's CPU per task minus the `post` floor.
 
+With `--instructions` (and valgrind on PATH), each level is also counted in instructions
+(callgrind), which unlike CPU time do not move with the machine's load: this script runs
+itself under callgrind, `--warm` tasks then `--tasks` more (and once the warm-up alone), so
+the difference over `--tasks` is what one task costs once imports, first-use set-up and
+caches are paid; likewise the SDK's bare `post` per call. "beyond SDK" is then the
+harness's instructions per task minus that floor.
+
 Run: .venv/bin/python benchmarks/concurrency.py [--tasks 200] [--latency-ms 50]
-     [--levels 1,16,64] [--store-dir DIR]
+     [--levels 1,16,64] [--store-dir DIR] [--instructions [--warm 16]]
 """
 
 from __future__ import annotations
@@ -30,6 +37,10 @@ import json
 import math
 import os
 import platform
+import re
+import shutil
+import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -137,14 +148,76 @@ async def run_batch(
     return await gather_limited([job() for _ in range(tasks)], level)
 
 
+def counted_work(side: str, warm: int, tasks: int, level: int, latency_s: float) -> None:
+    """What one callgrind run executes (`--count SIDE`): `warm` tasks (or bare SDK
+    calls), then `tasks` more, each batch `level` at a time."""
+    with tempfile.TemporaryDirectory() as tmp:
+        task = load_task(write_task(Path(tmp)))
+        with RunStore(Path(tmp) / "runs.db") as store:
+            bodies: list[bytes] = []
+
+            async def work() -> None:
+                await run_batch(task, store, warm, level, latency_s, bodies)
+                if side == "post":  # the harness's body, then the bare SDK's own warm-up
+                    body = json.loads(bodies[0])
+                    await bare_sdk(body, warm, level, latency_s, "post")
+                    if tasks:
+                        await bare_sdk(body, tasks, level, latency_s, "post")
+                elif tasks:
+                    await run_batch(task, store, tasks, level, latency_s)
+
+            asyncio.run(work())
+
+
+def instructions_of(argv: list[str]) -> int | None:
+    """Instructions that running `argv` executed, counted by valgrind's callgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    # The child imports this checkout's code, wherever it is run from.
+    root = str(Path(__file__).resolve().parents[1])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=root, env=env, capture_output=True, text=True, check=False, timeout=3600,
+    )  # fmt: skip
+    found = re.search(r"Collected : ([0-9]+)", done.stderr)
+    return int(found.group(1)) if found and done.returncode == 0 else None
+
+
+def per_task_instructions(
+    side: str, warm: int, tasks: int, level: int, latency_ms: float
+) -> float | None:
+    """Instructions one more task (`side` harness) or bare SDK call (`post`) costs: the
+    run with `tasks` after the warm-up, minus the warm-up alone, over `tasks`."""
+    base = [sys.executable, "-m", "benchmarks.concurrency", "--count", side, "--warm", str(warm)]
+    base += ["--levels", str(level), "--latency-ms", str(latency_ms)]
+    alone = instructions_of([*base, "--tasks", "0"])
+    total = instructions_of([*base, "--tasks", str(tasks)])
+    if alone is None or total is None:
+        return None
+    return (total - alone) / tasks
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--levels", default="1,16,64")
     parser.add_argument("--store-dir", type=Path, default=None, help="where the run stores go")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions (callgrind)"
+    )
+    parser.add_argument("--warm", type=int, default=16, help="warm-up tasks before counting")
+    parser.add_argument("--count", choices=("harness", "post"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     configure_logging()
+    if args.count is not None:  # one run under callgrind (see per_task_instructions)
+        counted_work(args.count, args.warm, args.tasks, int(args.levels), args.latency_ms / 1000)
+        return
     levels = [int(x) for x in args.levels.split(",")]
     latency = args.latency_ms / 1000
     print(
@@ -196,6 +269,33 @@ def main() -> None:
                         "cpu_ms_per_task": round(cpu_ms, 2),
                     }
                 )
+    if args.instructions:
+        # Fewer tasks than the timed table: under callgrind each costs ~50x its CPU time.
+        counted_tasks = min(args.tasks, 128)
+        print(
+            f"Instructions (callgrind; {counted_tasks} tasks after {args.warm} warm-up, "
+            "per task or per bare call):"
+        )
+        for level in levels:
+            mine = per_task_instructions(
+                "harness", args.warm, counted_tasks, level, args.latency_ms
+            )
+            floor = per_task_instructions("post", args.warm, counted_tasks, level, args.latency_ms)
+            if mine is None or floor is None:
+                print("  valgrind is not on PATH (or a counted run failed)")
+                break
+            print(
+                f"  concurrency {level:>3}: harness {mine / 1e6:6.2f} M, SDK post "
+                f"{floor / 1e6:6.2f} M, beyond SDK {(mine - floor) / 1e6:6.2f} M"
+            )
+            rows.append(
+                {
+                    "concurrency": level,
+                    "side": "instructions",
+                    "harness_per_task": round(mine),
+                    "sdk_post_per_call": round(floor),
+                }
+            )
     print(json.dumps(rows))
 
 

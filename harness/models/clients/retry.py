@@ -77,12 +77,33 @@ async def call_with_retries(
     timeout failure when it overruns the time left.
     """
     deadline = clock() + timeout_s
-    # initial · 2^(n−1), capped, plus up to jitter_s of random: retries of many
-    # concurrent tasks spread out instead of hitting a recovering server together.
-    backoff = wait_exponential(
-        multiplier=policy.initial_backoff_s, max=policy.max_backoff_s
-    ) + wait_random(0, policy.jitter_s)
     last: list[_Failure] = []
+
+    async def one(number: int) -> T:
+        """Attempt `number`: its failure kept in `last`, its success reported."""
+        left = deadline - clock()
+        began = clock()
+        try:
+            if left <= 0:
+                raise AttemptFailed("timeout", f"no time left for attempt {number}")
+            try:
+                async with asyncio.timeout(left):
+                    result = await send(number, left)
+            except TimeoutError:
+                raise AttemptFailed("timeout", f"no complete answer within {left:.3g}s") from None
+        except AttemptFailed as err:
+            last.append(_Failure(err, number, clock() - began))
+            raise
+        if on_attempt is not None:
+            on_attempt(
+                ModelAttempt(
+                    model=model,
+                    attempt=number,
+                    outcome="ok",
+                    latency_s=round(clock() - began, 6),
+                )
+            )
+        return result
 
     def report(
         outcome: Literal["retry", "failed"], failure: _Failure, wait_s: float | None = None
@@ -103,6 +124,59 @@ async def call_with_retries(
                 wait_s=None if wait_s is None else round(wait_s, 6),
             )
         )
+
+    try:
+        # The first attempt runs without tenacity: nearly every call ends there, and
+        # setting up a retry loop (its callbacks wrapped, its state, its statistics) cost
+        # many times the attempt's own overhead. A failure that could be retried is then
+        # handed to tenacity as its attempt 1 (replayed, `send` not called again), so
+        # every decision after it (stop, wait, the retry event) is tenacity's as before.
+        try:
+            return await one(1)
+        except AttemptFailed as err:
+            if not err.retryable:
+                raise
+            first = err
+        return await _retry_after_first(
+            one,
+            first,
+            last,
+            policy=policy,
+            deadline=deadline,
+            report=report,
+            sleep=sleep,
+            clock=clock,
+        )
+    except AttemptFailed as err:
+        failure = last[-1] if last else _Failure(err, 1, 0.0)
+        report("failed", failure)
+        raise ModelCallError(
+            err.kind,
+            short(err.message),
+            model=model,
+            attempts=failure.attempt,
+            status=err.status,
+            usage=err.usage,
+        ) from None
+
+
+async def _retry_after_first(
+    one: Callable[[int], Awaitable[T]],
+    first: AttemptFailed,
+    last: list[_Failure],
+    *,
+    policy: RetryPolicy,
+    deadline: float,
+    report: Callable[[Literal["retry", "failed"], _Failure, float | None], None],
+    sleep: Sleep,
+    clock: Clock,
+) -> T:
+    """Attempts 2 and later, after attempt 1 failed with `first` (retryable)."""
+    # initial · 2^(n−1), capped, plus up to jitter_s of random: retries of many
+    # concurrent tasks spread out instead of hitting a recovering server together.
+    backoff = wait_exponential(
+        multiplier=policy.initial_backoff_s, max=policy.max_backoff_s
+    ) + wait_random(0, policy.jitter_s)
 
     def wait(state: RetryCallState) -> float:
         asked = last[-1].error.retry_after_s if last else None
@@ -129,46 +203,13 @@ async def call_with_retries(
     )
     result: T | None = None
     done = False
-    try:
-        async for attempt in retrying:
-            with attempt:
-                number = attempt.retry_state.attempt_number
-                left = deadline - clock()
-                began = clock()
-                try:
-                    if left <= 0:
-                        raise AttemptFailed("timeout", f"no time left for attempt {number}")
-                    try:
-                        async with asyncio.timeout(left):
-                            result = await send(number, left)
-                    except TimeoutError:
-                        raise AttemptFailed(
-                            "timeout", f"no complete answer within {left:.3g}s"
-                        ) from None
-                except AttemptFailed as err:
-                    last.append(_Failure(err, number, clock() - began))
-                    raise
-                done = True
-                if on_attempt is not None:
-                    on_attempt(
-                        ModelAttempt(
-                            model=model,
-                            attempt=number,
-                            outcome="ok",
-                            latency_s=round(clock() - began, 6),
-                        )
-                    )
-    except AttemptFailed as err:
-        failure = last[-1] if last else _Failure(err, 1, 0.0)
-        report("failed", failure)
-        raise ModelCallError(
-            err.kind,
-            short(err.message),
-            model=model,
-            attempts=failure.attempt,
-            status=err.status,
-            usage=err.usage,
-        ) from None
+    async for attempt in retrying:
+        with attempt:
+            number = attempt.retry_state.attempt_number
+            if number == 1:
+                raise first  # run already, and kept in `last`
+            result = await one(number)
+            done = True
     if not done:  # pragma: no cover - tenacity either returns a result or raises
-        raise ModelCallError("timeout", "no attempt was made", model=model, attempts=0)
+        raise ModelCallError("timeout", "no attempt was made", model="", attempts=0)
     return cast(T, result)
