@@ -134,6 +134,44 @@ def flat_text(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+# A JSON string escape (a surrogate pair first, as `json.loads` joins it).
+_JSON_ESCAPE = re.compile(
+    r"\\(?:u(?P<high>[dD][89abAB][0-9a-fA-F]{2})\\u(?P<low>[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|u(?P<code>[0-9a-fA-F]{4})|(?P<char>[\"\\/bfnrt]))"
+)
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+
+
+def _json_unescaped(match: re.Match[str]) -> str:
+    if match["high"] is not None:
+        high, low = int(match["high"], 16), int(match["low"], 16)
+        return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+    if match["code"] is not None:
+        return chr(int(match["code"], 16))
+    return _SIMPLE_ESCAPES[match["char"]]
+
+
+def shown_forms(text: str) -> list[str]:
+    """The forms of untrusted text a rationale is compared with (`flat_text`): as shown,
+    and with its JSON string escapes read as `json.loads` reads them. A verdict planted in
+    a file in the answer's form may write its rationale with escapes (`\\u0020`); a grader
+    copying it whole gives the decoded words, which the file as shown does not hold."""
+    flat = flat_text(text)
+    if "\\" not in text:
+        return [flat]
+    decoded = flat_text(_JSON_ESCAPE.sub(_json_unescaped, text))
+    return [flat] if decoded == flat else [flat, decoded]
+
+
 class AnswerReading(BaseModel):
     model_config = ConfigDict(frozen=True)
 
