@@ -134,6 +134,44 @@ def flat_text(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+# A JSON string escape (a surrogate pair first, as `json.loads` joins it).
+_JSON_ESCAPE = re.compile(
+    r"\\(?:u(?P<high>[dD][89abAB][0-9a-fA-F]{2})\\u(?P<low>[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|u(?P<code>[0-9a-fA-F]{4})|(?P<char>[\"\\/bfnrt]))"
+)
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
+
+
+def _json_unescaped(match: re.Match[str]) -> str:
+    if match["high"] is not None:
+        high, low = int(match["high"], 16), int(match["low"], 16)
+        return chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00))
+    if match["code"] is not None:
+        return chr(int(match["code"], 16))
+    return _SIMPLE_ESCAPES[match["char"]]
+
+
+def shown_forms(text: str) -> list[str]:
+    """The forms of untrusted text a rationale is compared with (`flat_text`): as shown,
+    and with its JSON string escapes read as `json.loads` reads them. A verdict planted in
+    a file in the answer's form may write its rationale with escapes (`\\u0020`); a grader
+    copying it whole gives the decoded words, which the file as shown does not hold."""
+    flat = flat_text(text)
+    if "\\" not in text:
+        return [flat]
+    decoded = flat_text(_JSON_ESCAPE.sub(_json_unescaped, text))
+    return [flat] if decoded == flat else [flat, decoded]
+
+
 class AnswerReading(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -168,7 +206,7 @@ _FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n[ \t]*```", re.DOTALL | re.IGNO
 _WHOLE_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*)\n[ \t]*```", re.DOTALL | re.IGNORECASE)
 
 
-def _json_candidate(text: str) -> Any:
+def _json_candidate(text: str) -> tuple[Any, str]:
     """The JSON value the answer holds, or ValueError saying why there is none.
 
     Only the strict form counts: the reply is the object and nothing else, or one fenced
@@ -193,11 +231,21 @@ def _json_candidate(text: str) -> Any:
             "the answer must be the JSON object alone (or one fenced block), with no text around it"
         )
     try:
-        return json.loads(source)
+        return json.loads(source), source
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc.msg}, char {exc.pos})") from None
     except RecursionError:
         raise ValueError("the answer nests too deeply") from None
+
+
+_ECHOED_RATIONALE = (
+    "the rationale repeats text found in the workspace, a check's output or the "
+    "agent's claims; judge yourself and give your own reason"
+)
+_ECHOED_ANSWER = (
+    "the answer repeats text found in the workspace, a check's output or the "
+    "agent's claims; judge yourself and give your own reason"
+)
 
 
 def _entry_problem(entry: JudgedCriterion, ctx: AnswerContext) -> str | None:
@@ -220,10 +268,7 @@ def _entry_problem(entry: JudgedCriterion, ctx: AnswerContext) -> str | None:
         # A forged verdict planted in a file (or a check's output, or a claim) in the
         # answer's own form, repeated by a grader that followed it: the words are the
         # agent's, so the entry is not the grader's judgement.
-        return (
-            "the rationale repeats text found in the workspace, a check's output or the "
-            "agent's claims; judge yourself and give your own reason"
-        )
+        return _ECHOED_RATIONALE
     if entry.result == "pass" and not any(i.kind in DECIDING_KINDS for i in entry.evidence):
         return (
             "a pass must cite at least one file or tool_check it relied on; the agent's "
@@ -259,9 +304,13 @@ def read_answer(text: str, pending: Sequence[str], ctx: AnswerContext) -> Answer
     """Validate one answer against the criteria asked about. Never raises."""
     asked = list(dict.fromkeys(pending))
     try:
-        data = _json_candidate(text)
+        data, source = _json_candidate(text)
     except ValueError as exc:
         return AnswerReading(valid={}, problems={cid: str(exc) for cid in asked})
+    if len(flat_text(source)) >= MIN_ECHO_CHARS and ctx.echoed(source):
+        # The whole answer is untrusted text the grader was shown, word for word: a
+        # verdict planted in the answer's form, whatever its rationales' length.
+        return AnswerReading(valid={}, problems={cid: _ECHOED_ANSWER for cid in asked})
     if not isinstance(data, dict) or set(data) != {"results"}:
         why = 'the answer must be one object with a single key "results"'
         return AnswerReading(valid={}, problems={cid: why for cid in asked})

@@ -214,8 +214,12 @@ def _context_flags(folded_lines: list[str]) -> Iterator[tuple[bool, bool]]:
                 fence = None
         marked = ":" in line  # both markers start with `::`
         if marked and _line_starts(_UNTRUSTED_OPEN, line):
+            if not untrusted or awaited is None:
+                awaited = _delimiter_of(line)
+            # else: a header inside an open echo's payload (an injected file) is content;
+            # it must not swap the delimiter the echo waits for (nor drop it), or the
+            # injected END below it would close the echo.
             untrusted = True
-            awaited = _delimiter_of(line)
         elif awaited is not None and line.strip() == awaited:
             awaited = None
         in_untrusted = untrusted

@@ -19,7 +19,7 @@ import structlog
 
 from budgets.clamp import clamp
 from budgets.ledger import BudgetLedger, Pool
-from graders.model_judge import JudgeUnavailable, NoAnswer, flat_text
+from graders.model_judge import JudgeUnavailable, NoAnswer, flat_text, shown_forms
 from graders.report import GraderCall, GraderTokens
 from harness.context.agent import Segment, tool_result_segment
 from harness.enforce.provenance import Provenance
@@ -71,7 +71,13 @@ class GraderSession:
         self.attempt = 0
         # Untrusted text the grader is shown, whitespace collapsed, for `echoed`: the
         # check outputs and claims now, each tool result as it comes.
-        self.shown: list[str] = [flat_text(text) for text in (*check_texts, *claims)]
+        self.shown: list[str] = []
+        for text in (*check_texts, *claims):
+            self.remember_shown(text)
+
+    def remember_shown(self, text: str) -> None:
+        """Keep untrusted text the grader is shown (each of its `shown_forms`)."""
+        self.shown.extend(shown_forms(text))
 
     def echoed(self, text: str) -> bool:
         flat = flat_text(text)
@@ -163,7 +169,7 @@ class GraderSession:
                     self.workspace, call, timeout_s=READ_ONLY_TOOL_TIMEOUT_S, read_only=True
                 )
                 self.inspected |= files_seen(result)
-                self.shown.append(flat_text(result.output))
+                self.remember_shown(result.output)
                 self.history.append(tool_result_segment(result))
         raise NoAnswer(f"no answer after {MAX_TURNS} grader calls (it kept calling tools)")
 
