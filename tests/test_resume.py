@@ -47,7 +47,12 @@ def write_task(folder: Path, sleep: str = "sleep 30") -> Path:
 def wait_for_model_calls(db: Path, count: int, proc: subprocess.Popen[bytes]) -> str:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
+        if proc.poll() is not None:
+            # What the run said is the only clue to an early end (seen once in CI: exit 2).
+            said = proc.stderr.read() if proc.stderr is not None else "(stderr not captured)"
+            raise AssertionError(
+                f"the run ended before it could be killed (exit {proc.returncode}): {said!r}"
+            )
         if db.exists():
             with RunStore(db, create=False) as store:
                 for summary in store.list_runs():
