@@ -25,7 +25,14 @@ from rich.text import Text
 
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
-from harness.cli.errors import EXIT_BAD_INPUT, BadInput, ReportConsole, UserPath, reader_may_leave
+from harness.cli.errors import (
+    EXIT_BAD_INPUT,
+    BadInput,
+    ReportConsole,
+    UserPath,
+    message_console,
+    reader_may_leave,
+)
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
@@ -170,7 +177,7 @@ def grade(
     """Grade the work in a workspace against TASK_FILE's rubric.
 
     Exit 0 verified, 1 needs revision, 2 bad input, 130 interrupted."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    err = message_console()
     try:
         with immediate_interrupts(), exporting(otel):
             report, claims, policy = asyncio.run(
