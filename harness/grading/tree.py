@@ -74,6 +74,7 @@ import functools
 import importlib.metadata
 import json
 import os
+import posixpath
 import re
 import shlex
 import shutil
@@ -87,7 +88,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
-from harness.grading.names import scan
+from harness.grading.names import relative_name, scan
 
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
@@ -512,12 +513,15 @@ def _scope(files: set[str], tests: list[tuple[Path, PurePosixPath]]) -> DataScop
         for literal in _literals(source):
             if len(literal) > 1024 or "\x00" in literal:
                 continue
-            pure = PurePosixPath(literal.strip())
-            if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+            # `/workspace/cases.json`, `file:///workspace/…`, `data/../cases.json`: the
+            # tree's own names (`relative_name`); a name outside the tree is no data of it.
+            tree_name = relative_name(literal)
+            if tree_name is None or tree_name == ".":
                 continue
-            for base in {PurePosixPath("."), here}:
-                rel = (base / pure).as_posix()
-                if rel in (".", here.as_posix()):
+            absolute = literal.strip().startswith(("/", "file:"))
+            for base in {PurePosixPath("."), PurePosixPath(".") if absolute else here}:
+                rel = posixpath.normpath((base / tree_name).as_posix())
+                if rel in (".", here.as_posix()) or rel == ".." or rel.startswith("../"):
                     continue  # the root or the test's own folder: not data it names
                 if _GLOB.search(literal) and len(_GLOB.sub("", literal)) >= 2:
                     # A pattern (`glob("cases_*.json")`): every file it matches (`*`
