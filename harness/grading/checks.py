@@ -8,7 +8,8 @@ For every check (`CheckRunner.__call__`):
 2. the check runs confined (`harness.workspace.commands.run_shell`), the tree at
    `/workspace` (writable: a check may write caches; the next check gets a new copy),
    and only for a hidden check the task's checks snapshot read-only at `/ilh-checks`
-   (`$ILH_CHECKS`);
+   (`$ILH_CHECKS`); its HOME is an empty folder, never the tree (an agent's
+   `.bash_profile` saying `exit 0` ended a restored `bash -lc 'sh check.sh'`);
 3. a runner-aware check (`pytest = …`, `unittest = …`, or a `run` that is one call of
    a known runner) runs the harness's own runner, mounted read-only at `/ilh-runner`,
    isolated (`python -I -B`: no user site, no `PYTHON*` variables, no script folder on
@@ -137,7 +138,16 @@ class CheckRunner:
             raise OSError(str(exc)) from exc
         self.changes.append(changes)
 
-        env = {CHECKS_VARIABLE: checks_at} if checks_at is not None else {}
+        # The check's home is an empty folder of its own, never the tree: with HOME the
+        # tree, the agent's `.bash_profile` / `.profile` / `.bashrc` (`exit 0`) ended a
+        # restored `bash -lc 'sh check.sh'` with 0 before the check ran, and an `.npmrc`
+        # would choose `npm test`'s shell (attack6). Confined, the private `/tmp` (empty
+        # at each command's start); unconfined, a fresh folder beside the tree.
+        home = scratch / "home"
+        home.mkdir()
+        env = {"HOME": "/tmp" if confined else str(home)}
+        if checks_at is not None:
+            env[CHECKS_VARIABLE] = checks_at
         mounts: list[Mount] = []
         if checks is not None and confined:
             mounts.append(Mount(checks, CHECKS_MOUNT, hand_over=True))
