@@ -52,6 +52,7 @@ from graders.runners import (
     junit_counts,
     parse_report,
     runner_call,
+    script_call,
     selection,
     unittest_args,
 )
@@ -62,6 +63,7 @@ from harness.grading.tree import (
     TreeError,
     build_tree,
     check_scripts,
+    relative_word,
     runner_paths,
 )
 from harness.telemetry import span
@@ -131,7 +133,11 @@ class CheckRunner:
             )
         # What the check names, restored from the template: a runner's paths, or the
         # script a free command runs.
-        named = runner_paths(call.args) if call is not None else check_scripts(criterion.run or "")
+        named = (
+            check_scripts(criterion.run or "")
+            if call is None or call.kind == "script"
+            else runner_paths(call.args)
+        )
         try:
             changes = build_tree(self.workspace, self.sources.template, tree, named, checks)
         except TreeError as exc:
@@ -222,8 +228,25 @@ class CheckRunner:
             )
             return RunnerCall(kind="unittest", args=unittest_args(target, folder))
         if criterion.run is not None:
-            return runner_call(criterion.run, checks_at)
+            found = runner_call(criterion.run, checks_at)
+            if found is None and checks_at is None:
+                # A check's own Python (`python -c …`, the task's `python check.py`): run
+                # by the harness's runner too, so the agent's code cannot choose its exit.
+                found = script_call(criterion.run, self._task_script(criterion.run))
+            return found
         return None
+
+    def _task_script(self, command: str) -> Callable[[str], bool]:
+        """Whether a word of `command` names a check script the grading tree restores
+        from the template (`check_scripts`): the task's code, not the agent's."""
+        template = self.sources.template
+        restored = check_scripts(command) if template is not None else set()
+
+        def task_script(word: str) -> bool:
+            rel = relative_word(word)
+            return template is not None and rel in restored and (template / rel).is_file()
+
+        return task_script
 
 
 def _outcome(

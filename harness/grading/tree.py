@@ -314,7 +314,9 @@ _SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".js", ".mjs", ".cjs", ".rb", ".pl",
 _CHECK_SCRIPT = re.compile(r"^(?:check|verify|grade|run_tests|runtests)", re.IGNORECASE)
 
 
-def _relative(word: str) -> str | None:
+def relative_word(word: str) -> str | None:
+    """A command's word as a tree-relative name (`/workspace/x` is `x`), or None for an
+    option, an absolute path elsewhere or one leaving the tree."""
     if word.startswith("/workspace/"):
         word = word[len("/workspace/") :]
     if not word or word.startswith(("-", "/")):
@@ -614,7 +616,7 @@ def check_scripts(command: str, _depth: int = 0) -> set[str]:
         elif previous == "<":
             # A file fed on standard input (`sh < check.sh`, `python - < check.py`): the
             # script the shell or interpreter before it runs, when it looks like one.
-            rel = _relative(token)
+            rel = relative_word(token)
             if rel is not None and _looks_like_script(rel, bare_ok=False):
                 found.add(rel)
         else:
@@ -649,7 +651,7 @@ def _scripts_of(words: list[str], depth: int) -> set[str]:
         rel
         for word in words[1:]
         if not any(c.isspace() for c in word)
-        and (rel := _relative(word)) is not None
+        and (rel := relative_word(word)) is not None
         and _looks_like_script(rel, bare_ok=False)
         and _CHECK_SCRIPT.match(PurePosixPath(rel).name) is not None
     }
@@ -701,7 +703,7 @@ def _scripts_of(words: list[str], depth: int) -> set[str]:
         program = rest[0]
     elif "/" not in program:
         return found  # a program looked up on PATH (`test`, `make`), not a file of the tree
-    rel = _relative(program)
+    rel = relative_word(program)
     if rel is not None and _looks_like_script(rel, bare_ok=True):
         found.add(rel)
     return found
@@ -774,7 +776,7 @@ def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
 
 def runner_paths(args: Iterable[str]) -> set[str]:
     """The files and folders a test runner's arguments name (`tests/`, `test_a.py`)."""
-    return {rel for word in args if (rel := _relative(word)) is not None}
+    return {rel for word in args if (rel := relative_word(word)) is not None}
 
 
 def task_test_folders(template_files: Iterable[str], named_dirs: Iterable[str] = ()) -> set[str]:
