@@ -693,7 +693,8 @@ def _capability(node: ast.expr, flow: _Flow) -> str | None:
     module = flow.module_of(node)
     if name in _MODULE_PATH_FUNCTIONS.get(module, ()) or name in _SPAWNERS.get(module, ()):
         return name
-    return name if _library_reader(node, name, flow) and name != "read" else None
+    library = _library_reader(node, name, flow) and _is_module_call(node, flow.modules)
+    return name if library and name != "read" else None
 
 
 def _capability_text(value: str) -> bool:
@@ -718,9 +719,17 @@ def _aliases(tree: ast.Module, flow: _Flow) -> list[str]:
     (`builtins.__dict__["open"]`, `vars(builtins)[name]`). The rule is the capability's
     name, not a list of ways to alias it (red team attack6)."""
     called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    # A module or object an attribute is read from (`glob` in `glob.glob(…)`) is no
-    # reference to a capability of that name.
-    called |= {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    # A module an attribute is read from (`glob` in `glob.glob(…)`, bound by `import
+    # glob`) is no reference to a capability of that name; a function's attribute is
+    # (`open.__call__(n)`, `Path.read_text.__get__(p)()`).
+    called |= {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id in flow.modules
+        and n.value.id not in flow.origins
+    }
     found: list[str] = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -920,9 +929,15 @@ def _scan(tree: ast.Module, nested: int = 0) -> SourceNames:
                     f"line {node.lineno}: {name}() of a command whose arguments no literal spells"
                 )
             elif command is not None:
-                # The code a child runs inline (`python -c "…"`, `sh -c "…"`) reads what
-                # it names, like a test (a `-c` text reading a computed name: attack6).
+                # The code a child runs inline (`python -c "…"`, `sh -c "…"`, code fed
+                # on its standard input) reads what it names, like a test (a `-c` text
+                # reading a computed name: attack6).
                 python, shell = _code_texts(command, flow)
+                fed = next((k.value for k in node.keywords if k.arg == "input"), None)
+                if fed is not None:
+                    text = fed.value if isinstance(fed, ast.Constant) else None
+                    code = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+                    python.append(code if isinstance(code, str) else STAR)
                 run_code(node, python, f"{name}() running code")
                 shell_code(node, shell)
         elif module_call and _library_reader(func, name, flow):
