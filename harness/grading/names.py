@@ -29,6 +29,17 @@ restored tests passed (red team attack4). So `scan` does two things:
    `np.load(io.BytesIO(…))`) names nothing itself: its file was opened by a call read here.
    A child process (`subprocess.run`, `os.system`) given an argument that cannot be known
    (past its program: `sys.executable` is fine) is opaque too: it may read that name.
+   Red team attack6 made the rule one of capabilities rather than of call shapes: a
+   reference to an I/O capability that is not a call of it by its name (`r =
+   Path.read_text`, `map(open, …)`, `open.__call__`), an attribute fetched by a name that
+   may be a reader (`getattr(builtins, "open")`, `builtins.__dict__[n]`), a reader of a
+   module that reads by name (`io.open`, `codecs.open`, `os.open`, `shutil.copy`,
+   `urlopen`, `linecache`, `runpy`: `_MODULE_PATH_FUNCTIONS`), code given as a text that is
+   no literal (`exec`, a `python -c` text, a child's standard input, a shell line that
+   computes a name; a literal text is read like a source) and a child given an
+   environment variable no literal spells are all opaque; a name read outside the tree
+   or through `..` with an unknown part (`"/workspace/" + n`, `"file://" + n`) is too
+   (`relative_name`).
 
 Reading the test's own source (`open(__file__)`) is not data and never opaque. A reader
 this module does not know (a method of a library's object) is not seen: such a test
@@ -767,6 +778,33 @@ def _namespace(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and _func_name(node.func) in _NAMESPACES
 
 
+#: Variables of a child's environment that name no file it reads as data.
+_PLAIN_VARIABLES = frozenset({"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "TERM"})
+
+
+def _unknown_environment(call: ast.Call, flow: _Flow) -> bool:
+    """A child given a variable whose value cannot be known (`env={"CASES": name}`): it
+    may read the file that names (red team attack6: `os.environ`-driven names). The
+    parent's own environment spread in (`**os.environ`) is not the test's choice."""
+    env = next((k.value for k in call.keywords if k.arg == "env"), None)
+    if env is None:
+        return False
+    pairs: list[tuple[ast.expr, ast.expr]]
+    if isinstance(env, ast.Call) and _func_name(env.func) == "dict":
+        pairs = [(ast.Constant(k.arg), k.value) for k in env.keywords if k.arg is not None]
+    elif isinstance(env, ast.Dict):
+        pairs = [(k, v) for k, v in zip(env.keys, env.values, strict=True) if k is not None]
+    else:
+        return False  # a mapping built elsewhere (`os.environ.copy()`): the parent's
+    for key, value in pairs:
+        names = flow.value(key)
+        if any(n in _PLAIN_VARIABLES for n in names):
+            continue
+        if any(STAR in v and names_nothing(v) for v in flow.value(value)):
+            return True
+    return False
+
+
 def _code_texts(command: ast.expr, flow: _Flow) -> tuple[list[str], list[str]]:
     """The code texts a child's command runs inline, each with what it is: a `-c` text
     (`[sys.executable, "-c", code]`, `"python -c '…'"`) or a shell command line
@@ -933,6 +971,10 @@ def _scan(tree: ast.Module, nested: int = 0) -> SourceNames:
                 # on its standard input) reads what it names, like a test (a `-c` text
                 # reading a computed name: attack6).
                 python, shell = _code_texts(command, flow)
+                if _unknown_environment(node, flow):
+                    opaque.append(
+                        f"line {node.lineno}: {name}() given an environment no literal spells"
+                    )
                 fed = next((k.value for k in node.keywords if k.arg == "input"), None)
                 if fed is not None:
                     text = fed.value if isinstance(fed, ast.Constant) else None
