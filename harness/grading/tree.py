@@ -37,7 +37,9 @@ only when they stay inside it, dereferenced):
    `checks/helpers.py` included, the agent's additions there removed, and an agent
    module on the import path named like one of those helpers removed) and every root
    module of literals only that a test imports (`data_modules`: `expected.py`, or by a
-   name it computes: `import_module("exp" + "ected")`). The names a test reads are its
+   name it computes: `import_module("exp" + "ected")`), and every module a test imports
+   that is test support (`_test_support`: named so, `testutil.py`, `helpers.py`, and
+   asserting something). The names a test reads are its
    literals and the names it computes, followed through its variables, loops and
    `parametrize` values (`harness.grading.names`: `base + ext`, `os.path.join(d, n)`,
    `Path(d) / n` all resolve when their parts are literals). **Fail-closed rule**: when
@@ -801,7 +803,8 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
     literal values: `CASES = [(1, 2, 3)]`) and that a test file of the template imports
     from the root (`from expected import CASES`, `expected/__init__.py` too, and
     `from data.expected import CASES`: `data/expected.py`), with the packages they lie
-    in when those are empty or data too: Python test data, the task's like `cases.json`.
+    in when those are empty or data too: Python test data, the task's like `cases.json`;
+    and those that are test support (`_test_support`: `testutil.py` asserting the cases).
 
     Why: a root `expected.py` beside `test_calc.py` was graded as the agent rewrote it
     (`add` returning 0, the cases made to expect 0) and verified; so was the same data
@@ -840,7 +843,7 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
             data = [
                 f
                 for f in (f"{base}.py", f"{base}/__init__.py")
-                if f in files and _only_data(template / f)
+                if f in files and (_only_data(template / f) or _test_support(template / f))
             ]
             if not data:
                 continue
@@ -852,6 +855,63 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
                     found.add(init)
             break
     return found
+
+
+#: Names of a module that supports tests (`testutil.py`, `helpers.py`): with an assertion
+#: in it, a module so named that a test imports is the task's (`_test_support`).
+_SUPPORT_NAMES = frozenset(
+    {"helpers", "helper", "fixtures", "support", "checks", "checker", "checking", "verify",
+     "verifier", "oracle", "assertions", "asserts", "expectations", "harness_utils"}
+)  # fmt: skip
+_FRAMEWORKS = frozenset({"unittest", "pytest", "_pytest", "hypothesis"})
+
+
+def _test_support(path: Path) -> bool:
+    """A module that supports the tests rather than being graded by them: named so
+    (`testutil.py`, `helpers.py`: a name holding "test", or `_SUPPORT_NAMES`) and
+    asserting something (an `assert`, an `AssertionError`, a `self.assert…()`/`assert_…()`
+    call, an import of a test framework). A test that imports it asserts through it: the
+    agent rewrote a root `testutil.py`'s `check_add` to return None and was verified
+    (attack6); only such modules in test folders were the task's. The cost: a module so
+    named and asserting that the task asks the agent to change is graded as the
+    template had it (closed, not open)."""
+    stem = path.parent.name if path.name == "__init__.py" else path.stem
+    if not ("test" in stem.lower() or stem.lower() in _SUPPORT_NAMES):
+        return False
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    if info.st_size > _MAX_TEST_SOURCE:
+        return False
+    return _asserts(str(path), info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _asserts(path: str, inode: int, size: int, mtime_ns: int) -> bool:
+    del inode, size, mtime_ns  # the cache key: the same file, unchanged
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):
+            return True
+        if isinstance(node, ast.Name) and node.id == "AssertionError":
+            return True
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] in _FRAMEWORKS for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _FRAMEWORKS:
+            return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.startswith("assert")
+        ):
+            return True
+    return False
 
 
 def every_data_module(template: Path, template_files: Iterable[str]) -> set[str]:
