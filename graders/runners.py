@@ -35,13 +35,13 @@ import re
 import shlex
 import tomllib
 import xml.etree.ElementTree as ElementTree
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-RunnerKind = Literal["pytest", "unittest"]
+RunnerKind = Literal["pytest", "unittest", "script"]
 Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed"]
 
 #: Names of the fixed folder a hidden check's command may refer to (`$ILH_CHECKS`).
@@ -68,6 +68,8 @@ class RunnerCall(BaseModel):
     args: tuple[str, ...] = ()
 
     def shown(self) -> str:
+        if self.kind == "script":
+            return " ".join(["python", *(shlex.quote(a) for a in self.args)])
         head = "pytest" if self.kind == "pytest" else "python -m unittest"
         return " ".join([head, *(shlex.quote(a) for a in self.args)])
 
@@ -105,6 +107,32 @@ def runner_call(command: str, checks_path: str | None = None) -> RunnerCall | No
         return RunnerCall(kind="pytest", args=tuple(rest[2:]))
     if rest[1] == "unittest":
         return RunnerCall(kind="unittest", args=tuple(rest[2:]))
+    return None
+
+
+def script_call(command: str, task_script: Callable[[str], bool]) -> RunnerCall | None:
+    """A free `run` command that is one simple call of Python running the task's own
+    code: `python [flags] -c CODE [ARGS…]` (the code is the task file's), or
+    `python [flags] SCRIPT [ARGS…]` when `task_script(SCRIPT)` (a check script the
+    grading tree restores from the template). The harness's runner runs it (kind
+    `script`), so the agent's modules it imports cannot choose its exit status
+    (`os._exit(0)` at import, an `atexit` hook after a failed assertion: attack6). Any
+    other command (a shell line, the agent's own script) keeps exit-code semantics."""
+    if set(command) & _SHELL_SPECIAL - {"\\"} and not _only_quoted_specials(command):
+        return None
+    try:
+        argv = _unwrapped(shlex.split(command))
+    except ValueError:
+        return None
+    if not argv or not _PYTHON.match(argv[0]):
+        return None
+    rest = argv[1:]
+    while rest and rest[0] in _PYTHON_FLAGS:
+        rest = rest[1:]
+    if len(rest) >= 2 and rest[0] == "-c":
+        return RunnerCall(kind="script", args=tuple(rest))
+    if rest and not rest[0].startswith("-") and task_script(rest[0]):
+        return RunnerCall(kind="script", args=tuple(rest))
     return None
 
 
@@ -677,6 +705,8 @@ def _named_tests(name: str, roots: Mapping[str, Path], cwd: str) -> list[Templat
 
 
 def selection(call: RunnerCall, roots: Mapping[str, Path], cwd: str) -> Selection:
+    if call.kind == "script":
+        return Selection(required=(), known=(), why_unmodeled="a check script")
     if call.kind == "pytest":
         return pytest_selection(call.args, roots, cwd)
     return unittest_selection(call.args, roots, cwd)
@@ -816,6 +846,11 @@ def judge_run(
         return fail("no test ran")
     if exit_code != 0 or report.exit_code != 0:
         return fail(f"the test runner exited {exit_code} (its own status {report.exit_code})")
+    if report.kind == "script":
+        return RunVerdict(
+            passed=True,
+            detail="the check script ran to its end in the harness's runner and exited 0",
+        )
     skippable = {t.key for t in chosen.known if t.may_skip}
     if chosen.required is not None:
         skippable |= {t.key for t in chosen.required if t.may_skip}

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -349,9 +349,54 @@ _REAL_END_UNTRUSTED = re.compile(r"[ \t]*::END_UNTRUSTED(?![A-Za-z0-9_])")
 _MAY_QUOTE = re.compile(r"```|~~~|(?:^|\n)(?:[ \t]*>| {4}|\t)|::UNTRUSTED\{")
 
 
-def _quoting(lines: list[str]) -> list[str | None]:
+#: The ::UNTRUSTED blocks the runtime issued to the agent: each block's delimiter, and the
+#: lines of its payload. An echo is quoting only when it is one of them, echoed truly.
+Issued = Mapping[str, frozenset[str]]
+
+
+def issued_blocks(text: str) -> dict[str, frozenset[str]]:
+    """The ::UNTRUSTED blocks a runtime text holds (`Issued`): what the runtime wrapped
+    (`envelopes.isolation.wrap_untrusted`), read by its own rule: a header with a
+    delimiter, its payload to that delimiter's line."""
+    found: dict[str, frozenset[str]] = {}
+    if "::UNTRUSTED{" not in text:
+        return found
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        delimiter = _delimiter_of(lines[i]) if _REAL_UNTRUSTED.match(lines[i]) else None
+        if delimiter is None:
+            i += 1
+            continue
+        end = next((k for k in range(i + 1, len(lines)) if lines[k] == delimiter), len(lines))
+        found[delimiter] = frozenset(lines[i + 2 : end])
+        i = end + 1
+    return found
+
+
+def _true_echo(lines: list[str], header: int, end: int, issued: Issued | None) -> bool:
+    """Whether the echoed block from line `header` to its END line `end` is one the
+    runtime issued (`issued`: its delimiter), each payload line one of that block's.
+    Without `issued` (a caller that does not know what was issued) any closed echo is.
+    Why: a fake echo block the agent wrote itself (`::UNTRUSTED{…|delimiter:X}` around
+    its own `::BUDGET` line and forged claims) was exempt from the runtime-declaration
+    audit and from the error count, as if the runtime's block were quoted (attack6)."""
+    if issued is None:
+        return True
+    delimiter = _delimiter_of(lines[header])
+    payload = issued.get(delimiter) if delimiter is not None else None
+    if payload is None:
+        return False
+    markers = {delimiter, f"<<<{delimiter}"}
+    return all(
+        line in payload or line in markers or not line.strip() for line in lines[header + 1 : end]
+    )
+
+
+def _quoting(lines: list[str], issued: Issued | None = None) -> list[str | None]:
     """Per original line: how Markdown (or an echoed ::UNTRUSTED block) surely quotes it,
-    or None where it is written. Linear: each line is looked at a bounded number of times."""
+    or None where it is written. An echo quotes only a block the runtime issued (`issued`:
+    `_true_echo`). Linear: each line is looked at a bounded number of times."""
     n = len(lines)
     why: list[str | None] = [None] * n
     text = "\n".join(lines)
@@ -405,7 +450,10 @@ def _quoting(lines: list[str]) -> list[str | None]:
                 next_end += 1
             if next_end >= len(ends) and delimiter is not None:
                 break  # its delimiter's line, then no END: unclosed, as above
-            if next_end < len(ends):  # closed: what it holds is quoted, not its markers
+            # Closed, and a block the runtime issued: what it holds is quoted, not its
+            # markers. One it never issued (or changed) is the agent's own writing, read
+            # line by line like any other (fences inside it pair as a renderer pairs them).
+            if next_end < len(ends) and _true_echo(lines, i, ends[next_end], issued):
                 end = ends[next_end]
                 why[i + 1 : end] = [ECHOED] * (end - i - 1)
                 i, after_blank, after_code = end + 1, False, False
@@ -738,8 +786,9 @@ class _Layer:
     """One layer of a reply, line for line: as written, folded, and how each line is
     quoted (worked out only when a line needs it: most replies quote nothing)."""
 
-    def __init__(self, originals: list[str], *, hidden: bool) -> None:
+    def __init__(self, originals: list[str], *, hidden: bool, issued: Issued | None = None) -> None:
         self.originals = originals
+        self.issued = issued
         self.folded = [fold(line) for line in originals]
         # Nothing in the invisible layer is quoted: a fence there renders as nothing, and
         # an agent that hides text has no example to show (fail closed). Nor is anything
@@ -754,7 +803,7 @@ class _Layer:
         if self.hidden:
             return None
         if self._quoting is None:
-            self._quoting = _quoting(self.originals)
+            self._quoting = _quoting(self.originals, self.issued)
         return self._quoting[i]
 
     def outside_code_spans(self, i: int) -> str:
@@ -789,10 +838,10 @@ def _span_doubts(originals: list[str]) -> list[bool]:
     return doubts
 
 
-def _layers(text: str) -> Iterator[_Layer]:
+def _layers(text: str, issued: Issued | None = None) -> Iterator[_Layer]:
     """The visible text, then, when there is one, the layer spelled in tag characters."""
     originals = _split_lines(text)
-    yield _Layer(originals, hidden=False)
+    yield _Layer(originals, hidden=False, issued=issued)
     if _TAG_CHAR.search(text) is None:  # the usual case: no hidden layer to read
         return
     hidden = [_tag_decoded(line) for line in originals]
@@ -800,13 +849,15 @@ def _layers(text: str) -> Iterator[_Layer]:
         yield _Layer(hidden, hidden=True)
 
 
-def read_claims(text: str) -> list[RawClaim]:
+def read_claims(text: str, issued: Issued | None = None) -> list[RawClaim]:
     """Every `::STATUS` / `::EVIDENCE` claim in `text` (agent text only), in order.
+    `issued`: the ::UNTRUSTED blocks the runtime gave the agent (`issued_blocks`); an
+    echo of any other block quotes nothing (`_true_echo`). None: any closed echo quotes.
 
     Claims spelled in invisible tag characters are claims too, never strict or quoted
     ones: each keeps the line as the agent wrote it and says what it hid.
     """
-    visible, *hidden = _layers(text)
+    visible, *hidden = _layers(text, issued)
     claims = _read_layer(visible)
     for layer in hidden:
         originals = visible.originals
@@ -944,11 +995,12 @@ def _opens_below(folded_lines: list[str], i: int, line: str, head: _Head) -> boo
     return any(_parse_fields(folded_lines[j])[1] for j in range(i + 1, end))
 
 
-def runtime_declarations(text: str) -> list[tuple[int, str]]:
+def runtime_declarations(text: str, issued: Issued | None = None) -> list[tuple[int, str]]:
     """`(line number, NAME)` of every runtime-only declaration the agent's `text` writes
-    (folded like claims: full-width, invisible and look-alike disguises count)."""
+    (folded like claims: full-width, invisible and look-alike disguises count); `issued`
+    as for `read_claims`."""
     found: list[tuple[int, str]] = []
-    for layer in _layers(text):
+    for layer in _layers(text, issued):
         for i, line in enumerate(layer.folded):
             # Cheap tests first: most lines name no runtime declaration at all.
             heads = _find_heads(line, _RUNTIME_NAME) if ":" in line else []

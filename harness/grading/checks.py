@@ -8,7 +8,8 @@ For every check (`CheckRunner.__call__`):
 2. the check runs confined (`harness.workspace.commands.run_shell`), the tree at
    `/workspace` (writable: a check may write caches; the next check gets a new copy),
    and only for a hidden check the task's checks snapshot read-only at `/ilh-checks`
-   (`$ILH_CHECKS`);
+   (`$ILH_CHECKS`); its HOME is an empty folder, never the tree (an agent's
+   `.bash_profile` saying `exit 0` ended a restored `bash -lc 'sh check.sh'`);
 3. a runner-aware check (`pytest = …`, `unittest = …`, or a `run` that is one call of
    a known runner) runs the harness's own runner, mounted read-only at `/ilh-runner`,
    isolated (`python -I -B`: no user site, no `PYTHON*` variables, no script folder on
@@ -51,6 +52,7 @@ from graders.runners import (
     junit_counts,
     parse_report,
     runner_call,
+    script_call,
     selection,
     unittest_args,
 )
@@ -61,6 +63,7 @@ from harness.grading.tree import (
     TreeError,
     build_tree,
     check_scripts,
+    relative_word,
     runner_paths,
 )
 from harness.telemetry import span
@@ -130,14 +133,27 @@ class CheckRunner:
             )
         # What the check names, restored from the template: a runner's paths, or the
         # script a free command runs.
-        named = runner_paths(call.args) if call is not None else check_scripts(criterion.run or "")
+        named = (
+            check_scripts(criterion.run or "")
+            if call is None or call.kind == "script"
+            else runner_paths(call.args)
+        )
         try:
             changes = build_tree(self.workspace, self.sources.template, tree, named, checks)
         except TreeError as exc:
             raise OSError(str(exc)) from exc
         self.changes.append(changes)
 
-        env = {CHECKS_VARIABLE: checks_at} if checks_at is not None else {}
+        # The check's home is an empty folder of its own, never the tree: with HOME the
+        # tree, the agent's `.bash_profile` / `.profile` / `.bashrc` (`exit 0`) ended a
+        # restored `bash -lc 'sh check.sh'` with 0 before the check ran, and an `.npmrc`
+        # would choose `npm test`'s shell (attack6). Confined, the private `/tmp` (empty
+        # at each command's start); unconfined, a fresh folder beside the tree.
+        home = scratch / "home"
+        home.mkdir()
+        env = {"HOME": "/tmp" if confined else str(home)}
+        if checks_at is not None:
+            env[CHECKS_VARIABLE] = checks_at
         mounts: list[Mount] = []
         if checks is not None and confined:
             mounts.append(Mount(checks, CHECKS_MOUNT, hand_over=True))
@@ -212,8 +228,25 @@ class CheckRunner:
             )
             return RunnerCall(kind="unittest", args=unittest_args(target, folder))
         if criterion.run is not None:
-            return runner_call(criterion.run, checks_at)
+            found = runner_call(criterion.run, checks_at)
+            if found is None and checks_at is None:
+                # A check's own Python (`python -c …`, the task's `python check.py`): run
+                # by the harness's runner too, so the agent's code cannot choose its exit.
+                found = script_call(criterion.run, self._task_script(criterion.run))
+            return found
         return None
+
+    def _task_script(self, command: str) -> Callable[[str], bool]:
+        """Whether a word of `command` names a check script the grading tree restores
+        from the template (`check_scripts`): the task's code, not the agent's."""
+        template = self.sources.template
+        restored = check_scripts(command) if template is not None else set()
+
+        def task_script(word: str) -> bool:
+            rel = relative_word(word)
+            return template is not None and rel in restored and (template / rel).is_file()
+
+        return task_script
 
 
 def _outcome(

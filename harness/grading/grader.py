@@ -30,7 +30,7 @@ from graders.criteria import GradingCriterion, GradingRubric, objective_rubric
 from graders.evidence import AgentClaim, ClaimKind, tool_evidence
 from graders.model_judge import AnswerContext, ModelVerdict, judge
 from graders.report import GraderCall, GradeReport, GraderTokens
-from graders.runners import runner_call
+from graders.runners import runner_call, script_call
 from graders.tool_checks import ToolCheck, run_checks
 from harness.context.agent import Segment
 from harness.enforce.authority import Disposition, classify
@@ -38,7 +38,7 @@ from harness.enforce.claims import read_claims
 from harness.grading.checks import CheckRunner
 from harness.grading.context import check_output_block
 from harness.grading.session import MAX_GRADER_OUTPUT, GraderSession
-from harness.grading.tree import GradingSources, TreeChanges
+from harness.grading.tree import GradingSources, TreeChanges, check_scripts, relative_word
 from harness.inputs.errors import InputError
 from harness.inputs.task_file import Task
 from harness.models.interface import ModelClient
@@ -75,15 +75,25 @@ def grading_rubric(task: Task) -> GradingRubric:
     )
 
 
-def exit_code_notes(rubric: GradingRubric) -> list[str]:
+def exit_code_notes(rubric: GradingRubric, template_known: bool = True) -> list[str]:
     """One note per tool check that trusts an exit code: a free command that is not one
-    call of a known test runner. Code it imports can end its process with 0."""
+    call of a known test runner, nor a check's own Python the harness's runner runs
+    (`script_call`: `python -c …`, a check script the task ships). Code it imports can
+    end its process with 0. A check script runs in the runner only when the template is
+    known (`template_known`: the grading tree restores it); else it is the workspace's."""
+
+    def runs_in_runner(command: str) -> bool:
+        scripts = check_scripts(command) if template_known else set()
+        return script_call(command, lambda word: relative_word(word) in scripts) is not None
+
     return [
         f"criterion {c.id}: its check is a free command, not a known test runner: it trusts "
         "an exit code (code it imports can end the process with 0); prefer pytest = … or "
         "unittest = …"
         for c in rubric.criteria
-        if c.run is not None and runner_call(c.run, "/ilh-checks") is None
+        if c.run is not None
+        and runner_call(c.run, "/ilh-checks") is None
+        and (c.hidden or not runs_in_runner(c.run))
     ]
 
 
@@ -228,7 +238,7 @@ class Grader:
                 "directly (spec §5), which only a grader model can do"
             )
         tool_criteria = [c for c in self.rubric.criteria if c.tool_checked]
-        notes += exit_code_notes(self.rubric)
+        notes += exit_code_notes(self.rubric, self.sources.template is not None)
         if tool_criteria and self.sources.template is None:
             notes.append(
                 "the workspace's template is not known (ilh grade without --baseline): its "

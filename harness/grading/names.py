@@ -29,6 +29,17 @@ restored tests passed (red team attack4). So `scan` does two things:
    `np.load(io.BytesIO(…))`) names nothing itself: its file was opened by a call read here.
    A child process (`subprocess.run`, `os.system`) given an argument that cannot be known
    (past its program: `sys.executable` is fine) is opaque too: it may read that name.
+   Red team attack6 made the rule one of capabilities rather than of call shapes: a
+   reference to an I/O capability that is not a call of it by its name (`r =
+   Path.read_text`, `map(open, …)`, `open.__call__`), an attribute fetched by a name that
+   may be a reader (`getattr(builtins, "open")`, `builtins.__dict__[n]`), a reader of a
+   module that reads by name (`io.open`, `codecs.open`, `os.open`, `shutil.copy`,
+   `urlopen`, `linecache`, `runpy`: `_MODULE_PATH_FUNCTIONS`), code given as a text that is
+   no literal (`exec`, a `python -c` text, a child's standard input, a shell line that
+   computes a name; a literal text is read like a source) and a child given an
+   environment variable no literal spells are all opaque; a name read outside the tree
+   or through `..` with an unknown part (`"/workspace/" + n`, `"file://" + n`) is too
+   (`relative_name`).
 
 Reading the test's own source (`open(__file__)`) is not data and never opaque. A reader
 this module does not know (a method of a library's object) is not seen: such a test
@@ -40,9 +51,14 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
+import posixpath
 import re
+import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from harness.workspace.sandbox import SANDBOX_WORKDIR
 
 STAR = "*"
 _UNKNOWN: frozenset[str] = frozenset({STAR})
@@ -133,6 +149,52 @@ _IMPORTERS = frozenset({"import_module", "__import__", "run_module"})
 _PATH_MAKERS = frozenset({"Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath"})
 _SAME_VALUE = frozenset({"str", "fspath", "abspath", "realpath", "normpath", "expanduser"})
 _SAME_VALUE_METHODS = frozenset({"resolve", "absolute", "expanduser", "as_posix", "strip"})
+#: Functions of a module that read, list, copy or run the file or folder their first
+#: argument (or a path keyword) names, by module: `io.open`, `codecs.open`, `shutil.copy`
+#: then a read of the copy, `urllib.request.urlopen("file://" + n)` (red team attack6:
+#: the names scan saw none of them). Known by the module the call reaches
+#: (`_Flow.module_of`: `from shutil import copy` too).
+_MODULE_PATH_FUNCTIONS: dict[str, frozenset[str]] = {
+    "io": frozenset({"open", "open_code", "FileIO"}),
+    "_io": frozenset({"open", "open_code", "FileIO"}),
+    "codecs": frozenset({"open", "EncodedFile"}),
+    "builtins": frozenset({"open"}),
+    "os": frozenset(
+        {"open", "listdir", "scandir", "walk", "fwalk", "rename", "renames", "replace", "link",
+         "symlink", "readlink", "startfile", "popen", "system", "posix_spawn", "posix_spawnp",
+         "execv", "execve", "execl", "execle", "execlp", "execvp", "execvpe", "spawnv",
+         "spawnve", "spawnl", "spawnle", "spawnlp", "spawnvp", "spawnvpe"}
+    ),
+    "shutil": frozenset(
+        {"copy", "copy2", "copyfile", "copytree", "move", "make_archive", "unpack_archive"}
+    ),
+    "urllib": frozenset({"urlopen", "urlretrieve", "Request"}),
+    "mmap": frozenset({"mmap"}),
+    "linecache": frozenset({"getline", "getlines", "updatecache"}),
+    "runpy": frozenset({"run_path", "run_module"}),
+    "fileinput": frozenset({"input", "FileInput"}),
+    "tarfile": frozenset({"open", "TarFile"}),
+    "zipfile": frozenset({"ZipFile", "Path"}),
+    "gzip": frozenset({"open", "GzipFile"}),
+    "bz2": frozenset({"open", "BZ2File"}),
+    "lzma": frozenset({"open", "LZMAFile"}),
+    "shelve": frozenset({"open"}),
+    "dbm": frozenset({"open"}),
+    "tokenize": frozenset({"open"}),
+    "py_compile": frozenset({"compile"}),
+    "zipimport": frozenset({"zipimporter"}),
+    "filecmp": frozenset({"cmp", "cmpfiles", "dircmp"}),
+}  # fmt: skip
+#: Builtins that run code given as a text: what that code reads is known only when the
+#: text is a literal (its own names are then read here like a source's).
+_CODE_RUNNERS = frozenset({"exec", "eval", "compile"})
+#: Built-ins that fetch an attribute by a name given as a text (`getattr(builtins,
+#: "open")`): an I/O capability reached so is an alias of it (`_capability`).
+_ATTRIBUTE_GETTERS = frozenset({"getattr", "attrgetter", "methodcaller", "__getattribute__"})
+#: Namespaces whose items are looked up by a text (`builtins.__dict__["open"]`).
+_NAMESPACES = frozenset({"vars", "globals", "locals"})
+#: How deep a literal code text run by `exec` or `python -c` is read for its names.
+_MAX_NESTED_CODE = 3
 
 
 @dataclass(frozen=True)
@@ -164,6 +226,34 @@ def _product(left: frozenset[str], right: frozenset[str], sep: str) -> frozenset
     if len(left) * len(right) > _MAX_VALUES:
         return _UNKNOWN
     return frozenset(_STARS.sub(STAR, a + sep + b) for a, b in itertools.product(left, right))
+
+
+def relative_name(name: str) -> str | None:
+    """The tree-relative name a test's name reads (`cases.json`, `data/*.json`), or None
+    when it reads outside the tree: an absolute path elsewhere, `..` past the start, a
+    URL of another scheme, or a pattern with `..` (an unknown folder's parent). A check
+    runs at `/workspace` (`SANDBOX_WORKDIR`), so `/workspace/cases.json` and
+    `file:///workspace/cases.json` are `cases.json`: red team attack6 read the data by
+    `urlopen("file://" + n)` and `open("/workspace/" + n)`, patterns taken as names of
+    nothing in the tree (so not opaque) and restoring nothing."""
+    text = name.strip()
+    if text.startswith("file://"):
+        text = text[len("file://") :]
+        if not text.startswith("/"):  # `file://localhost/…`: a host, then the path
+            text = "/" + text.split("/", 1)[1] if "/" in text else "/"
+    elif text.startswith("file:"):
+        text = text[len("file:") :]
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", text):
+        return None  # another scheme (`http:`, `data:`): no file of the tree
+    if text == SANDBOX_WORKDIR or text.startswith(SANDBOX_WORKDIR + "/"):
+        text = text[len(SANDBOX_WORKDIR) :].lstrip("/") or "."
+    if text.startswith("/"):
+        return None
+    parts = text.split("/")
+    if ".." in parts and STAR in text:
+        return None
+    normal = posixpath.normpath(text) if text else "."
+    return None if normal == ".." or normal.startswith("../") else normal
 
 
 def names_nothing(pattern: str) -> bool:
@@ -602,16 +692,212 @@ def _scan_file(path: str, inode: int, size: int, mtime_ns: int) -> SourceNames:
         return SourceNames(opaque=("the source nests too deep to be read",))
 
 
-def _scan(tree: ast.Module) -> SourceNames:
+def _capability(node: ast.expr, flow: _Flow) -> str | None:
+    """The I/O capability `node` (a name or an attribute) is, or None: a function or
+    method that reads, lists, copies, imports or runs a file by a name it is given
+    (`open`, `Path.read_text`, `shutil.copy`, `subprocess.run`, `exec`…)."""
+    name = _func_name(node)
+    if name is None:
+        return None
+    if name in _GENERIC_CAPABILITIES:
+        return name
+    module = flow.module_of(node)
+    if name in _MODULE_PATH_FUNCTIONS.get(module, ()) or name in _SPAWNERS.get(module, ()):
+        return name
+    library = _library_reader(node, name, flow) and _is_module_call(node, flow.modules)
+    return name if library and name != "read" else None
+
+
+def _capability_text(value: str) -> bool:
+    """A text naming an attribute that may be an I/O capability (`"open"`,
+    `"read_text"`), or one that cannot be known (`*`)."""
+    if STAR in value:
+        return True
+    last = value.rsplit(".", 1)[-1]
+    return (
+        last in _GENERIC_CAPABILITIES
+        or any(last in names for names in _MODULE_PATH_FUNCTIONS.values())
+        or last.startswith(_LIBRARY_PREFIXES)
+        or last in _LIBRARY_READERS
+    )
+
+
+def _aliases(tree: ast.Module, flow: _Flow) -> list[str]:
+    """Where the source reaches an I/O capability other than by calling it by its name,
+    so that what it reads is not seen where it is called: a reference that is no call
+    (`r = Path.read_text; r(p)`, `map(open, names)`), `getattr(builtins, "open")`
+    (or any attribute fetched by a name that cannot be known), a namespace's item
+    (`builtins.__dict__["open"]`, `vars(builtins)[name]`). The rule is the capability's
+    name, not a list of ways to alias it (red team attack6)."""
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    # A module an attribute is read from (`glob` in `glob.glob(…)`, bound by `import
+    # glob`) is no reference to a capability of that name; a function's attribute is
+    # (`open.__call__(n)`, `Path.read_text.__get__(p)()`).
+    called |= {
+        id(n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Name)
+        and n.value.id in flow.modules
+        and n.value.id not in flow.origins
+    }
+    found: list[str] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if (
+            isinstance(node, ast.Name | ast.Attribute)
+            and isinstance(node.ctx, ast.Load)
+            and id(node) not in called
+            and (capability := _capability(node, flow)) is not None
+        ):
+            found.append(f"line {line}: {capability} used as a value (an alias of a reader)")
+        elif isinstance(node, ast.Call) and _func_name(node.func) in _ATTRIBUTE_GETTERS:
+            at = 1 if _func_name(node.func) == "getattr" else 0
+            texts = [a for a in node.args[at:] if not isinstance(a, ast.Starred)]
+            if _func_name(node.func) == "getattr":
+                texts = texts[:1]
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                _capability_text(v) for a in texts for v in flow.value(a)
+            ):
+                found.append(f"line {line}: an attribute fetched by a name that may be a reader")
+        elif (
+            isinstance(node, ast.Subscript)
+            and _namespace(node.value)
+            and any(_capability_text(v) for v in flow.value(node.slice))
+        ):
+            found.append(f"line {line}: a namespace's item that may be a reader")
+    return found
+
+
+def _namespace(node: ast.expr) -> bool:
+    """`X.__dict__`, `__builtins__`, `vars(X)`, `globals()`: a mapping of names to values."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__dict__"
+    if isinstance(node, ast.Name):
+        return node.id == "__builtins__"
+    return isinstance(node, ast.Call) and _func_name(node.func) in _NAMESPACES
+
+
+#: Variables of a child's environment that name no file it reads as data.
+_PLAIN_VARIABLES = frozenset({"PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "TERM"})
+
+
+def _unknown_environment(call: ast.Call, flow: _Flow) -> bool:
+    """A child given a variable whose value cannot be known (`env={"CASES": name}`): it
+    may read the file that names (red team attack6: `os.environ`-driven names). The
+    parent's own environment spread in (`**os.environ`) is not the test's choice."""
+    env = next((k.value for k in call.keywords if k.arg == "env"), None)
+    if env is None:
+        return False
+    pairs: list[tuple[ast.expr, ast.expr]]
+    if isinstance(env, ast.Call) and _func_name(env.func) == "dict":
+        pairs = [(ast.Constant(k.arg), k.value) for k in env.keywords if k.arg is not None]
+    elif isinstance(env, ast.Dict):
+        pairs = [(k, v) for k, v in zip(env.keys, env.values, strict=True) if k is not None]
+    else:
+        return False  # a mapping built elsewhere (`os.environ.copy()`): the parent's
+    for key, value in pairs:
+        names = flow.value(key)
+        if any(n in _PLAIN_VARIABLES for n in names):
+            continue
+        if any(STAR in v and names_nothing(v) for v in flow.value(value)):
+            return True
+    return False
+
+
+def _code_texts(command: ast.expr, flow: _Flow) -> tuple[list[str], list[str]]:
+    """The code texts a child's command runs inline, each with what it is: a `-c` text
+    (`[sys.executable, "-c", code]`, `"python -c '…'"`) or a shell command line
+    (`os.system("cat …")`, `["sh", "-c", "…"]`). Returns (Python texts, shell texts); a
+    text that cannot be known is `*`."""
+    python: list[str] = []
+    shell: list[str] = []
+    if isinstance(command, ast.Name):
+        # A list built elsewhere (`cmd = [sys.executable, "-c", code]; run(cmd)`).
+        bindings = flow.bindings.get(command.id, [])
+        lists = [b for b in bindings if isinstance(b, ast.List | ast.Tuple)]
+        if lists and len(lists) == len(bindings):
+            for bound in lists:
+                more = _code_texts(bound, flow)
+                python += more[0]
+                shell += more[1]
+            return python, shell
+    words: list[frozenset[str]] = []
+    if isinstance(command, ast.List | ast.Tuple):
+        words = [_UNKNOWN if isinstance(e, ast.Starred) else flow.value(e) for e in command.elts]
+        line = None
+    else:
+        line = flow.value(command)
+    if line is not None:
+        for text in line:
+            shell.append(text)
+            try:
+                split = shlex.split(text)
+            except ValueError:
+                continue
+            words = [frozenset({w}) for w in split]
+    for i, word in enumerate(words[:-1]):
+        if any(re.fullmatch(r"-[A-Za-z]*c", w) for w in word):
+            program = next(iter(words[0])) if len(words[0]) == 1 else STAR
+            target = shell if re.search(r"(?:^|/)(?:ba|z|da)?sh$", program) else python
+            target.extend(words[i + 1])
+        elif any(w in ("-e", "--eval") for w in word):
+            shell.append(STAR)  # another language's inline code (`node -e`): unknown
+    return python, shell
+
+
+def _scan(tree: ast.Module, nested: int = 0) -> SourceNames:
     flow = _Flow(tree)
     names: set[str] = set()
     imports: set[str] = set()
-    opaque: list[str] = []
+    opaque: list[str] = _aliases(tree, flow)
 
     def read(node: ast.AST, values: frozenset[str], what: str) -> None:
-        names.update(v for v in values if not names_nothing(v))
-        if any(names_nothing(v) for v in values):
+        unknown = False
+        for value in values:
+            relative = relative_name(value)
+            if relative is None:
+                # Outside the tree: known only when spelled whole (`/tmp/out.txt`).
+                unknown = unknown or STAR in value
+            elif names_nothing(relative):
+                unknown = True
+            else:
+                names.update({value, relative})
+        if unknown:
             opaque.append(f"line {getattr(node, 'lineno', 0)}: {what}")
+
+    def run_code(node: ast.AST, texts: Iterable[str], what: str) -> None:
+        """Code given as a text (`exec`, `python -c`): a literal one is read here like a
+        source; one that cannot be known (or nests too deep) is opaque."""
+        for text in texts:
+            if STAR in text or nested >= _MAX_NESTED_CODE:
+                opaque.append(
+                    f"line {getattr(node, 'lineno', 0)}: {what} of a text no literal spells"
+                )
+                continue
+            try:
+                inner = _scan(ast.parse(text), nested + 1)
+            except (SyntaxError, ValueError):
+                continue  # it does not run
+            names.update(inner.names)
+            imports.update(inner.imports)
+            opaque.extend(f"line {getattr(node, 'lineno', 0)}: {what}: {o}" for o in inner.opaque)
+
+    def shell_code(node: ast.AST, texts: Iterable[str]) -> None:
+        """A shell command line: its words are names it may read (`cat cases.json`);
+        one that computes a name (`$(…)`, `$VAR`, a backquote, a glob) is opaque. The
+        program may be unknown (`f"{sys.executable} -m slug"`); its arguments may not."""
+        for text in texts:
+            try:
+                words = shlex.split(text)
+            except ValueError:
+                words = [STAR, STAR]
+            if text == STAR or any(re.search(r"[$`*?\[]", w) for w in words[1:]):
+                opaque.append(
+                    f"line {getattr(node, 'lineno', 0)}: a shell command that computes a name"
+                )
+                continue
+            names.update(w for w in words if w and STAR not in w)
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value:
@@ -631,6 +917,16 @@ def _scan(tree: ast.Module) -> SourceNames:
         func, args = node.func, node.args
         name = _func_name(func)
         module_call = _is_module_call(func, flow.modules)
+        if module_call and name in _MODULE_PATH_FUNCTIONS.get(flow.module_of(func), ()):
+            # `io.open`, `shutil.copy`, `urlopen`, `os.rename`… of a name (attack6).
+            target = _path_argument(node)
+            if target is not None and not flow.is_handle(target) and not _is_own_file(target):
+                read(node, flow.value(target), f"{name}() of a name no literal spells")
+        if name in _CODE_RUNNERS and isinstance(func, ast.Name) and args:
+            # `exec(open(n).read())`, `eval(code)`: what the code reads is its own.
+            first = args[0]
+            code = first.value if isinstance(first, ast.Constant) else None
+            run_code(node, [code] if isinstance(code, str) else [STAR], f"{name}()")
         if name in _IMPORTERS and args:
             modules = flow.value(args[0])
             if any(STAR in m for m in modules):
@@ -670,6 +966,22 @@ def _scan(tree: ast.Module) -> SourceNames:
                 opaque.append(
                     f"line {node.lineno}: {name}() of a command whose arguments no literal spells"
                 )
+            elif command is not None:
+                # The code a child runs inline (`python -c "…"`, `sh -c "…"`, code fed
+                # on its standard input) reads what it names, like a test (a `-c` text
+                # reading a computed name: attack6).
+                python, shell = _code_texts(command, flow)
+                if _unknown_environment(node, flow):
+                    opaque.append(
+                        f"line {node.lineno}: {name}() given an environment no literal spells"
+                    )
+                fed = next((k.value for k in node.keywords if k.arg == "input"), None)
+                if fed is not None:
+                    text = fed.value if isinstance(fed, ast.Constant) else None
+                    code = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+                    python.append(code if isinstance(code, str) else STAR)
+                run_code(node, python, f"{name}() running code")
+                shell_code(node, shell)
         elif module_call and _library_reader(func, name, flow):
             target = _path_argument(node)
             if target is not None and not flow.is_handle(target) and not _is_own_file(target):
@@ -689,4 +1001,16 @@ def _scan(tree: ast.Module) -> SourceNames:
             elif name in _PATH_GLOBS:
                 pattern = flow.value(args[0]) if args else _UNKNOWN
                 read(node, _product(flow.value(func.value), pattern, "/"), f".{name}()")
-    return SourceNames(frozenset(names), frozenset(imports), tuple(opaque))
+    return SourceNames(frozenset(names), frozenset(imports), tuple(dict.fromkeys(opaque)))
+
+
+#: I/O capabilities known by their name whatever their owner (`open`, `.read_text`,
+#: `run_path`, `exec`): a reference to one that is no call of it is an alias (`_aliases`).
+_GENERIC_CAPABILITIES = (
+    _READERS
+    | _PATH_READERS
+    | _PATH_GLOBS
+    | _IMPORTERS
+    | _CODE_RUNNERS
+    | frozenset({"open_code", "urlopen", "urlretrieve", "get_data", "getline", "getlines"})
+)

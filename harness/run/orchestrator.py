@@ -27,7 +27,7 @@ from graders.report import AUDIT_REPORT, GradeReport, GraderTokens
 from harness.context.agent import DEVELOPER_GENES, Segment, tool_result_segment, untrusted
 from harness.context.growing import GrowingEnvelope
 from harness.enforce.authority import Proposal, classify
-from harness.enforce.claims import read_claims, runtime_declarations
+from harness.enforce.claims import issued_blocks, read_claims, runtime_declarations
 from harness.enforce.lifecycle import Lifecycle, StatusEntry
 from harness.enforce.provenance import Provenance
 from harness.enforce.transitions import REPEATED_ERROR_REASON
@@ -196,6 +196,7 @@ class Orchestrator:
         rubric = rubric_of(task)
         self.task_declarations = [objective_line] + ([rubric.render()] if rubric else [])
         self.blocks = task_blocks(task)
+        self._issued: dict[int, tuple[Segment, dict[str, frozenset[str]]]] = {}
         # Each round renders only what the last one did not: the history is rendered,
         # digested and checked for secrets once per segment, not once per round.
         self.envelopes = GrowingEnvelope(
@@ -501,11 +502,28 @@ class Orchestrator:
         return ended
 
     # ---------------------------------------------------------------- proposals
+    def issued_blocks(self) -> dict[str, frozenset[str]]:
+        """The ::UNTRUSTED blocks the runtime has shown the agent so far (the task's,
+        and every non-agent segment of the history: tool results, grader findings), by
+        delimiter (`harness.enforce.claims.issued_blocks`): only an echo of one of them is
+        quoting. Each segment is read once (segments are frozen; kept, so ids stay theirs)."""
+        found: dict[str, frozenset[str]] = {}
+        for segment in [*self.blocks, *self.state.history]:
+            if segment.provenance is Provenance.AGENT:
+                continue  # a block the agent wrote itself was never issued
+            known = self._issued.get(id(segment))
+            if known is None or known[0] is not segment:
+                known = (segment, issued_blocks(segment.text))
+                self._issued[id(segment)] = known
+            found.update(known[1])
+        return found
+
     def read_proposals(self, reply: ModelReply, overrun_by: Sequence[str]) -> list[str]:
         """Classify every claim in the agent's text; apply only accepted ones. Returns
         the feedback lines the agent sees next round."""
         feedback: list[str] = []
-        declared = runtime_declarations(reply.text)
+        issued = self.issued_blocks()
+        declared = runtime_declarations(reply.text, issued)
         if declared:
             # No effect (the ledger, the rubric and the objective are the runtime's), but
             # recorded: an agent rewriting its own budget or bar is worth an audit. One
@@ -517,7 +535,7 @@ class Orchestrator:
             detail = f"{shown}{more}: written by the runtime, not the agent: ignored"
             self.violation("runtime_declaration", detail)
             feedback.append(f"your {shown}{more} was ignored: {RUNTIME_ONLY}")
-        claims = list(read_claims(reply.text))
+        claims = list(read_claims(reply.text, issued))
         written = sum(not claim.quoted for claim in claims)
         if written > MAX_CLAIMS_PER_REPLY:
             # A flood (a hostile endpoint is not bound by max_tokens): classifying and

@@ -825,6 +825,14 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             ) from None
         if not isinstance(module, ProxyModule):
             raise ImportError(f"{spec.name}: the solution process answered no module")
+        # A module object has its own `__doc__` (None) before any attribute is asked for,
+        # so the solution's docstring is fetched once, as data (a check reading
+        # `fizz.__doc__` saw None). Anything but a text stays None.
+        try:
+            doc = self.peer.request("getattr", module, "__doc__")
+        except Exception:
+            doc = None
+        module.__doc__ = doc if type(doc) is str else None
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:

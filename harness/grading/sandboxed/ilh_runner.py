@@ -2,7 +2,9 @@
 
     python -I -B ilh_runner.py REPORT_DIR KIND ROOT [RUNNER ARGS...]
 
-KIND is `pytest` or `unittest`; ROOT is the graded tree (the working directory); REPORT_DIR
+KIND is `pytest`, `unittest` or `script` (a check's own Python: `-c CODE [ARGS…]` or
+`SCRIPT [ARGS…]`, the task's, run here to its end: its exit status is this process's,
+never one the agent's code chose); ROOT is the graded tree (the working directory); REPORT_DIR
 is a folder outside the tree holding the harness's `nonce` and `bridge.json` (the
 report's descriptor, the tree's trusted files), where pytest writes its JUnit XML. The
 report goes to the descriptor; the harness reads it after the process ended
@@ -291,6 +293,49 @@ def run_unittest(
     return 0 if result.wasSuccessful() and result.testsRun > 0 else 1
 
 
+# -------------------------------------------------------------------------- script
+def run_script(args: list[str], record: Callable[[dict[str, Any]], None]) -> int:
+    """A free check's Python (`python -c CODE …`, `python check.py …`), run in this process
+    as `python` would run it (`__main__`, `sys.argv`, the script's folder on the path), the
+    agent's modules served from the solution process. Passed: it ran to its end, or left
+    by `sys.exit(0)`/`sys.exit()`. Why: run by `python` itself, the agent's module could
+    end the process with 0 at import (`os._exit(0)`) or from an `atexit` hook after a
+    failed assertion, and the check trusted that exit code (attack6)."""
+    import traceback
+
+    if args[:1] == ["-c"] and len(args) >= 2:
+        code, argv, filename = args[1], ["-c", *args[2:]], "<string>"
+    elif args:
+        filename = os.path.abspath(args[0])
+        with open(filename, "rb") as handle:
+            code = handle.read()  # type: ignore[assignment]
+        argv = list(args)
+        sys.path.insert(0, os.path.dirname(filename))
+    else:
+        return 2
+    sys.argv = argv
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    if filename != "<string>":
+        namespace["__file__"] = filename
+    status = 1
+    try:
+        exec(compile(code, filename, "exec"), namespace)
+        status = 0
+    except SystemExit as stop:
+        if stop.code is None or stop.code == 0:
+            status = 0
+        else:
+            if not isinstance(stop.code, int):
+                print(stop.code, file=sys.stderr)
+            status = stop.code if isinstance(stop.code, int) and 0 < stop.code < 256 else 1
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    outcome = "passed" if status == 0 else "failed"
+    record({"file": None, "cls": None, "name": "script", "outcome": outcome, "id": "script"})
+    return status
+
+
 # -------------------------------------------------------------------------- pytest
 def run_pytest(
     args: list[str],
@@ -422,8 +467,11 @@ def _load_bridge() -> types.ModuleType:
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) < 3 or argv[1] not in ("pytest", "unittest"):
-        print("usage: ilh_runner.py REPORT_DIR pytest|unittest ROOT [ARGS...]", file=sys.stderr)
+    if len(argv) < 3 or argv[1] not in ("pytest", "unittest", "script"):
+        print(
+            "usage: ilh_runner.py REPORT_DIR pytest|unittest|script ROOT [ARGS...]",
+            file=sys.stderr,
+        )
         os._exit(2)
     report_dir, kind, root, args = argv[0], argv[1], argv[2], argv[3:]
     exit_now, dumps, sha256 = os._exit, json.dumps, hashlib.sha256
@@ -501,6 +549,8 @@ def main(argv: list[str]) -> None:
     try:
         if kind == "pytest":
             status = run_pytest(args, root, report_dir, record, guard.rebase, front, seal)
+        elif kind == "script":
+            status = run_script(args, record)
         else:
             status = run_unittest(args, record, seal)
     except BaseException as stop:
