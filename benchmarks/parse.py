@@ -14,6 +14,12 @@ A fourth side, `floor`, is not a reader: it splits the text into lines, strips e
 compiled regex on it and builds one tuple per line, which is the least a line-by-line reader in
 CPython must do. Its ratio bounds what any such reader (ours or another) can reach against the
 reference on this corpus.
+
+A fifth side, `nodes`, is not a reader either: it builds the very nodes `read_document` returns
+for each text (documents, declarations, body lines, chains, operations, modifiers), each by the
+one C call the reader uses, from field tuples prepared before the timing. No reader that
+returns this tree can spend less on building it; with `floor`'s reading it bounds the ratio an
+eager tree-building reader can reach.
 """
 
 from __future__ import annotations
@@ -77,6 +83,26 @@ def floor(text: str) -> list[_Line]:
     return [new(_Line, (s, match(s), n)) for n, s in enumerate(lines) if s]
 
 
+def node_plans(texts: list[str]) -> dict[str, list[tuple[type, tuple[object, ...]]]]:
+    """Per text, the nodes of its document as (class, fields), children before parents."""
+
+    def walk(node: tuple[object, ...], out: list[tuple[type, tuple[object, ...]]]) -> None:
+        for field in node:
+            if isinstance(field, tuple):
+                children = field if field.__class__ is tuple else (field,)
+                for child in children:
+                    if isinstance(child, tuple) and child.__class__ is not tuple:
+                        walk(child, out)
+        out.append((node.__class__, tuple(node)))
+
+    plans: dict[str, list[tuple[type, tuple[object, ...]]]] = {}
+    for text in texts:
+        plan: list[tuple[type, tuple[object, ...]]] = []
+        walk(read_document(text)[0], plan)
+        plans[text] = plan
+    return plans
+
+
 def versus_reference(texts: list[str], reference: ModuleType, seconds: float) -> None:
     """CPU seconds per pass over the corpus, each side timed in turn within every round
     so that drift (frequency, other load on the machine) falls on all three alike."""
@@ -87,6 +113,9 @@ def versus_reference(texts: list[str], reference: ModuleType, seconds: float) ->
         "lint_ilang": lint_ilang,
         "floor": floor,
     }
+    plans = node_plans(texts)
+    new = tuple.__new__
+    sides["nodes"] = lambda text: [new(cls, fields) for cls, fields in plans[text]]
     for work in sides.values():  # warm-up: imports, regex caches
         for text in texts:
             work(text)
@@ -103,7 +132,8 @@ def versus_reference(texts: list[str], reference: ModuleType, seconds: float) ->
     ref = statistics.median(times["reference"])
     print(f"vs the reference validator ({len(times['reference'])} interleaved rounds, CPU):")
     print(f"  reference Linter.run : {ref * 1e3:7.2f} ms per corpus pass")
-    for name in ("read_document", "lint_ilang", "floor"):
+    print(f"  ({sum(map(len, plans.values()))} nodes in the documents of one pass)")
+    for name in ("read_document", "lint_ilang", "floor", "nodes"):
         ours = statistics.median(times[name])
         print(
             f"  {name:<20} : {ours * 1e3:7.2f} ms per pass = {ref / ours:5.2f}x the "
