@@ -104,16 +104,27 @@ class _Walk:
         except RuntimeError:  # a loop of links
             return b"u " + _name(rel) + b" a loop of links\n"
 
+    def _walked(self, target: Path) -> bool:
+        """Whether the source's own walk covers folder `target` (inside the root, under
+        no ignored folder)."""
+        if target == self.root:
+            return True
+        if self.root not in target.parents:
+            return False
+        return not IGNORED_FOLDERS.intersection(target.relative_to(self.root).parts)
+
     def _link(self, path: Path, rel: str) -> bytes:
         line = b"l " + _name(rel) + b" -> " + _name(os.readlink(path))
         # What a link reads is part of the source: the file or folder it names may lie
         # outside the source and change there. A folder inside the source is walked as
         # part of it already (and a loop of links would never end): its name suffices.
+        # Not one inside a folder the walk leaves out (`code -> .git/payload`): that
+        # content is bound by nothing else, so it is hashed like a folder outside.
         if path.is_file():
             return line + b" " + _file_digest(path.resolve()).encode()
         if path.is_dir():
             target = path.resolve(strict=True)
-            if target == self.root or self.root in target.parents or target in self.linked:
+            if target in self.linked or self._walked(target):
                 return line
             self.linked.add(target)
             return line + b" " + self.folder(target, b"linked folder\n", linked=True)
