@@ -6,6 +6,8 @@ content nothing bound (changed after certification, the check still passed)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -98,3 +100,19 @@ def test_a_huge_linked_tree_is_cut_at_the_budget_and_never_matches(
         (source / name).symlink_to(outside)
     # 24 linked entries in two folders: the budget is shared, so the identity is cut.
     assert source_identity(source) != source_identity(source)
+
+
+def test_a_file_swapped_for_a_device_after_its_check_is_never_read_to_its_end() -> None:
+    # The walk checks an entry's kind (lstat, is_file) and then opens it: a file swapped
+    # in between for a device (through a folder on its path turned into a link) must not
+    # be read forever. `_file_digest` is the open after the check: given /dev/zero it
+    # fails at once rather than hashing an endless stream.
+    script = (
+        "from pathlib import Path\n"
+        "from harness.certify.sources import _file_digest\n"
+        "try:\n    _file_digest(Path('/dev/zero'))\nexcept OSError as e:\n    print('refused')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=20, check=False
+    )
+    assert done.stdout.strip() == "refused", done.stderr
