@@ -18,6 +18,7 @@ in full gets an identity that says so, which no readable source matches.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
@@ -35,6 +36,10 @@ def _file_digest(path: Path) -> str:
     digest = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
+        # The caller saw a regular file, but it may have been swapped since (a folder on
+        # its path turned into a link to /dev): a device would be read without end.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
     finally:
