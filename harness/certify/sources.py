@@ -18,6 +18,7 @@ in full gets an identity that says so, which no readable source matches.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import secrets
@@ -35,6 +36,10 @@ def _file_digest(path: Path) -> str:
     digest = hashlib.sha256()
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
+        # The caller saw a regular file, but it may have been swapped since (a folder on
+        # its path turned into a link to /dev): a device would be read without end.
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
     finally:
@@ -104,16 +109,27 @@ class _Walk:
         except RuntimeError:  # a loop of links
             return b"u " + _name(rel) + b" a loop of links\n"
 
+    def _walked(self, target: Path) -> bool:
+        """Whether the source's own walk covers folder `target` (inside the root, under
+        no ignored folder)."""
+        if target == self.root:
+            return True
+        if self.root not in target.parents:
+            return False
+        return not IGNORED_FOLDERS.intersection(target.relative_to(self.root).parts)
+
     def _link(self, path: Path, rel: str) -> bytes:
         line = b"l " + _name(rel) + b" -> " + _name(os.readlink(path))
         # What a link reads is part of the source: the file or folder it names may lie
         # outside the source and change there. A folder inside the source is walked as
         # part of it already (and a loop of links would never end): its name suffices.
+        # Not one inside a folder the walk leaves out (`code -> .git/payload`): that
+        # content is bound by nothing else, so it is hashed like a folder outside.
         if path.is_file():
             return line + b" " + _file_digest(path.resolve()).encode()
         if path.is_dir():
             target = path.resolve(strict=True)
-            if target == self.root or self.root in target.parents or target in self.linked:
+            if target in self.linked or self._walked(target):
                 return line
             self.linked.add(target)
             return line + b" " + self.folder(target, b"linked folder\n", linked=True)

@@ -150,7 +150,8 @@ def _write_ahead_log(conn: sqlite3.Connection, busy_timeout_s: float) -> str:
         try:
             return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
         except sqlite3.OperationalError as err:
-            busy = err.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            # Extended codes (SQLITE_BUSY_RECOVERY, ...) are busy too: the low byte is the code.
+            busy = (err.sqlite_errorcode & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
             if not busy or time.monotonic() >= deadline:
                 raise
         time.sleep(random.uniform(*_WAL_RETRY_S))  # apart: two waiters do not meet again

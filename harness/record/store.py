@@ -177,6 +177,15 @@ class RunStore:
         try:
             self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
         except (OSError, sqlite3.Error, StoreError) as err:
+            if _locked(err):
+                # Another process holds the store: it can be written, just not now.
+                # Read-only would wait the same lock out again (or, `immutable`, read a
+                # file half-way through its writer's transaction) and then blame the
+                # folder: one clear error, after one busy timeout.
+                raise StoreError(
+                    f"run store {self._path} is locked by another process (waited "
+                    f"{busy_timeout_s:g} s): try again when it is done"
+                ) from None
             if not read_only_if_unwritable or not self._path.exists():
                 if isinstance(err, StoreError):
                     raise
@@ -606,3 +615,15 @@ def _as_kind(kind: EventKind | str) -> EventKind:
     except ValueError:
         known = ", ".join(k.value for k in EventKind)
         raise StoreError(f"unknown event kind {kind!r} (known: {known})") from None
+
+
+def _locked(err: BaseException) -> bool:
+    """Whether `err` (or the SQLite error it wraps) is SQLite's busy or locked answer."""
+    cause: BaseException | None = err
+    while cause is not None:
+        # Extended codes (SQLITE_BUSY_RECOVERY, ...) are busy too: the low byte is the code.
+        code = getattr(cause, "sqlite_errorcode", 0) if isinstance(cause, sqlite3.Error) else 0
+        if (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            return True
+        cause = cause.__cause__
+    return False
