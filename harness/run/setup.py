@@ -14,7 +14,7 @@ from harness.certify.check import bind_handoff
 from harness.enforce.lifecycle import Lifecycle
 from harness.grading.tree import GradingSources, snapshot_folder
 from harness.inputs.errors import InputError
-from harness.inputs.task_file import Task
+from harness.inputs.task_file import Task, locate
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.models.interface import ModelClient
 from harness.models.scripted import ScriptedClient, ScriptedTurn
@@ -99,13 +99,17 @@ def client_for(
     for the providers, and --record, which wraps whatever client this is in a recorder.
     `flag`: where the URI came from, for the error message. `script`: a scripted
     agent's turns as the run record kept them (resume), instead of its file."""
+
+    def typed(rest: str) -> Path:
+        return typed_path(rest, task, flag, uri)
+
     return client_from_uri(
         uri,
-        (lambda rest: replay_path(rest, task)) if on_command_line else task.resolve,
+        typed if on_command_line else lambda rest: task_path(rest, task, uri),
         start=start,
         options=options,
         flag=flag,
-        replay=lambda rest: replay_path(rest, task),
+        replay=typed,
         script=script,
     )
 
@@ -184,6 +188,40 @@ def replay_path(rest: str, task: Task) -> Path:
     if given.is_absolute() or given.exists():
         return given
     return task.resolve(rest)
+
+
+def typed_path(rest: str, task: Task, flag: str, uri: str) -> Path:
+    """`replay_path`, and when the file is in neither place, bad input that says where it
+    was looked for and how to name it. The read error alone named only the path beside
+    the task file: someone who typed `--grader-model scripted:grader.jsonl` in another
+    folder was shown a path they never wrote, and not told that the current folder was
+    tried first."""
+    path = replay_path(rest, task)
+    if Path(rest).is_absolute() or os.path.lexists(path):
+        return path  # absent absolute paths keep the read error: it names what was typed
+    raise InputError(
+        flag,
+        "E500",
+        f"{uri}: no file {rest!r} in the current folder ({Path.cwd()}) nor in the task "
+        f"file's folder ({task.folder}); name it from the current folder, or by an "
+        "absolute path",
+    )
+
+
+def task_path(rest: str, task: Task, uri: str) -> Path:
+    """A file a task file's model URI names: beside the task file, where DESIGN §5 reads
+    every path of a task. Missing: bad input at the task file's line, saying so (the read
+    error named a path the person never wrote, and no place in the task file)."""
+    path = task.resolve(rest)
+    if Path(rest).is_absolute() or os.path.lexists(path):
+        return path
+    raise InputError(
+        task.source or task.folder,
+        "E500",
+        f"agent.model: {uri}: no file {rest!r} beside the task file (looked for {path}); "
+        "paths in a task file are relative to its folder",
+        locate(task.text or "", ("agent", "model")),
+    )
 
 
 async def close_client(client: ModelClient) -> None:
