@@ -390,7 +390,23 @@ def refuse_certification_flags() -> None:
 
 
 def run_check(cert: Path, target: str | None, as_json: bool) -> int:
-    report = check_certificate(cert, target)
+    try:
+        report = check_certificate(cert, target)
+    except InputError as err:
+        if err.path != str(cert) or not (
+            err.code == "E300" or err.message.startswith("not a certificate")
+        ):
+            raise
+        # Most often the record named first (`--check handoff.md handoff.cert.json`):
+        # "not JSON" alone did not say which of the two was expected where.
+        raise InputError(
+            err.path,
+            err.code,
+            f"{err.message}; --check takes the certificate first: "
+            "ilh certify --check CERT [TARGET]",
+            err.line,
+            err.col,
+        ) from None
     if as_json:
         click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
     else:

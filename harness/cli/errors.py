@@ -58,6 +58,27 @@ class UserPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class TaskFilePath(UserPath):
+    """A TASK_FILE argument. A folder is the usual slip (`ilh run examples/honest`, tab
+    completion stops at the slash): click's "is a directory" said what was wrong and not
+    what to give; the task file inside, when there is one, is named."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path, dir_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value and os.path.isdir(value):
+            inside = os.path.join(value, "task.toml")
+            if os.path.isfile(inside):
+                self.fail(f"{value!r} is a folder; its task file is {inside}", param, ctx)
+            self.fail(
+                f"{value!r} is a folder, not a task file: name the task's TOML file",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
 @contextmanager
 def reader_may_leave() -> Iterator[None]:
     """Output to a pipe whose reader stopped early (`ilh grade --json | head -c 1`): the

@@ -25,7 +25,14 @@ from rich.text import Text
 
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
-from harness.cli.errors import EXIT_BAD_INPUT, BadInput, ReportConsole, UserPath, reader_may_leave
+from harness.cli.errors import (
+    EXIT_BAD_INPUT,
+    BadInput,
+    ReportConsole,
+    TaskFilePath,
+    UserPath,
+    reader_may_leave,
+)
 from harness.cli.options import (
     GRADER_MODEL_OPTION,
     NETWORK_OPTION,
@@ -130,7 +137,7 @@ def show(
 
 
 @click.command()
-@click.argument("task_file", type=UserPath(path_type=Path, dir_okay=False))
+@click.argument("task_file", type=TaskFilePath())
 @click.option(
     "--workspace",
     "workspace_dir",

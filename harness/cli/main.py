@@ -66,6 +66,19 @@ class LazyGroup(click.Group):
         self.add_command(command, cmd_name)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as err:
+            # Click suggests among `self.commands`, the commands imported so far: none,
+            # here, so `ilh rn` had no "Did you mean 'run'?" (a sub-command of `runs`,
+            # an eager group, had one). Suggest among every command of the table.
+            raise click.exceptions.NoSuchCommand(
+                err.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The help page lists every command from the table, importing none of them.
         rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]

@@ -15,6 +15,7 @@ from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
     ReportConsole,
+    TaskFilePath,
     UserPath,
     refuse_recording_over,
 )
@@ -182,7 +183,7 @@ def refuse_task_file_as_run(task_files: tuple[Path, ...], resume: str | None) ->
 
 
 @click.command()
-@click.argument("task_files", nargs=-1, type=UserPath(path_type=Path, dir_okay=False))
+@click.argument("task_files", nargs=-1, type=TaskFilePath())
 @click.option(
     "--resume",
     is_flag=False,
