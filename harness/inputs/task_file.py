@@ -22,6 +22,7 @@ from pydantic import (
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import BOM, BOM_MESSAGE, TOO_DEEP, InputError, read_utf8
+from harness.inputs.keys import UNKNOWN, first_error, meant, table_keys
 from harness.inputs.sizes import parse_size
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -522,17 +523,29 @@ def locate(text: str, loc: tuple[str | int, ...]) -> int:
 
 
 def validation_error(path: Path, text: str, err: ValidationError) -> InputError:
-    first = err.errors()[0]
+    first = first_error(err.errors())
     loc = tuple(first["loc"])
     dotted = ".".join(str(p) for p in loc) or "(top level)"
     kind = first["type"]
     code = "E301" if kind.endswith(("_type", "_parsing")) else "E303"
     message = first["msg"].removeprefix("Value error, ")
-    if kind == "extra_forbidden":
-        message = "unknown key (task files reject keys DESIGN §5 does not define)"
+    if kind == UNKNOWN:
+        message = f"unknown key; {_instead(loc)} (task files reject keys DESIGN §5 does not define)"
     elif kind == "missing":
         message = "required key missing"
     return InputError(path, code, f"{dotted}: {message}", locate(text, loc))
+
+
+def _instead(loc: tuple[str | int, ...]) -> str:
+    """What to write instead of the unknown key at the end of `loc`."""
+    keys = table_keys(TaskFile, loc) or []
+    close = meant(str(loc[-1]), keys)
+    if close is not None:
+        return f"did you mean {close!r}?"
+    table = ".".join(str(part) for part in loc[:-1] if isinstance(part, str))
+    if not table:
+        return f"a task file takes {', '.join(f'[{k}]' for k in keys)}"
+    return f"[{table}] takes {', '.join(keys)}"
 
 
 def parse_toml(text: str, path: Path) -> dict[str, Any]:
