@@ -104,7 +104,7 @@ def test_a_missing_script_of_the_task_file_is_at_its_line(tmp_path: Path) -> Non
     number = text.splitlines().index('model = "scripted:agnet.jsonl"') + 1
     line = one_error(ilh(tmp_path, "run", "ex/task.toml"))
     assert line == (
-        f"error ex/task.toml:{number}: E500 agent.model: scripted:agnet.jsonl: no file "
-        f"'agnet.jsonl' beside the task file (looked for {tmp_path / 'ex' / 'agnet.jsonl'}); "
-        "paths in a task file are relative to its folder"
+        f"error ex/task.toml:{number}: E500 agent.model: no file 'agnet.jsonl' beside the "
+        f"task file (looked for {tmp_path / 'ex' / 'agnet.jsonl'}); paths in a task file are "
+        "relative to its folder"
     )

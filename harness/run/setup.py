@@ -103,15 +103,28 @@ def client_for(
     def typed(rest: str) -> Path:
         return typed_path(rest, task, flag, uri)
 
-    return client_from_uri(
-        uri,
-        typed if on_command_line else lambda rest: task_path(rest, task, uri),
-        start=start,
-        options=options,
-        flag=flag,
-        replay=typed,
-        script=script,
-    )
+    try:
+        return client_from_uri(
+            uri,
+            typed if on_command_line else lambda rest: task_path(rest, task),
+            start=start,
+            options=options,
+            flag=flag,
+            replay=typed,
+            script=script,
+        )
+    except InputError as err:
+        agent = task.spec.agent
+        if on_command_line or err.path != flag or agent is None or agent.model != uri:
+            raise
+        # The URI is the task file's `[agent] model`: "--model" sent the person looking
+        # for a flag they never typed (an unknown local model, a missing API key).
+        raise InputError(
+            task.source or task.folder,
+            err.code,
+            f"agent.model: {err.message}",
+            locate(task.text or "", ("agent", "model")),
+        ) from None
 
 
 def client_from_uri(
@@ -208,20 +221,10 @@ def typed_path(rest: str, task: Task, flag: str, uri: str) -> Path:
     )
 
 
-def task_path(rest: str, task: Task, uri: str) -> Path:
-    """A file a task file's model URI names: beside the task file, where DESIGN §5 reads
-    every path of a task. Missing: bad input at the task file's line, saying so (the read
-    error named a path the person never wrote, and no place in the task file)."""
-    path = task.resolve(rest)
-    if Path(rest).is_absolute() or os.path.lexists(path):
-        return path
-    raise InputError(
-        task.source or task.folder,
-        "E500",
-        f"agent.model: {uri}: no file {rest!r} beside the task file (looked for {path}); "
-        "paths in a task file are relative to its folder",
-        locate(task.text or "", ("agent", "model")),
-    )
+def task_path(rest: str, task: Task) -> Path:
+    """A file a task file's model URI names: beside the task file (bad input at
+    `agent.model`'s line when it is not there)."""
+    return task.file_beside(rest, ("agent", "model"), "file")
 
 
 async def close_client(client: ModelClient) -> None:
@@ -396,9 +399,11 @@ def check_handoff(task: Task) -> None:
     if section is None:
         return
     bind_handoff(
-        task.resolve(section.certificate),
+        task.file_beside(section.certificate, ("handoff", "certificate"), "certificate"),
         objective=task.spec.task.objective,
-        file=None if section.file is None else task.resolve(section.file),
+        file=None
+        if section.file is None
+        else task.file_beside(section.file, ("handoff", "file"), "file"),
         where=str(task.source or task.folder),
     )
 
