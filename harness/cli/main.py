@@ -90,8 +90,11 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="ilang-harness")
 def ilh() -> None:
     """ilang-harness: the model proposes, the runtime decides."""
-    from harness.secrets.logs import configure_logging  # structlog: not for `ilh --help`
+    from harness.secrets.logs import configure_logging, log_level  # not for `ilh --help`
 
+    _, note = log_level(os.environ.get("ILH_LOG"))
+    if note is not None:
+        click.echo(note, err=True)
     configure_logging()
 
 
