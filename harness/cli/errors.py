@@ -30,15 +30,17 @@ class BadInput(click.ClickException):
 
     exit_code = EXIT_BAD_INPUT
 
-    def __init__(self, location: str, code: str, message: str) -> None:
+    def __init__(self, location: str, code: str, message: str, line: int = 0, col: int = 0):
         self.location = location
         self.code = code
+        self.line = line  # also in `location`; apart for a JSON row (`ilh lint --json`)
+        self.col = col
         super().__init__(message)
 
     @classmethod
     def of(cls, err: InputError) -> BadInput:
         where = err.render().split(": ", 1)[0]
-        return cls(where, err.code, err.message)
+        return cls(where, err.code, err.message, err.line, err.col)
 
     def format_message(self) -> str:
         return f"{self.location}: {self.code} {self.message}"
