@@ -147,8 +147,8 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
             print_findings(console, name, findings)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False))
-        for problem in unreadable:  # people still read why, on stderr
-            problem.show()
+        for reason in unreadable:  # people still read why, on stderr
+            reason.show()
         if unreadable:
             sys.exit(EXIT_BAD_INPUT)
     else:
