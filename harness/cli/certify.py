@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -216,6 +217,8 @@ def certify(
         if check_path is not None:
             refuse_certification_flags()
             sys.exit(run_check(check_path, target, as_json))
+        if not model:
+            refuse_refuter_flags_without_a_model()
         flags = Flags(
             target=target,
             role=role,
@@ -367,19 +370,47 @@ def emit(
 _CHECK_TAKES = frozenset({"check_path", "target", "as_json", "non_interactive", "store_path"})
 
 
+def typed_flags(names: Callable[[str], bool]) -> list[str]:
+    """The options among `names` that the person gave (on the command line or through
+    the environment), each by its first flag."""
+    ctx = click.get_current_context()
+    return [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name is not None
+        and names(param.name)
+        and ctx.get_parameter_source(param.name)
+        in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    ]
+
+
+#: The options only a model refuter uses (its budget, its calls' recording, its server).
+_REFUTER_TAKES = frozenset(
+    {"refuter_tokens", "refuter_time", "refuter_calls", "record_path", "base_url"}
+)
+
+
+def refuse_refuter_flags_without_a_model() -> None:
+    """Without `--model` no refuter runs (the lint-fallback judges): a refuter's budget
+    given then was silently ignored, and the person who set it believed a refuter had
+    run within it."""
+    given = typed_flags(lambda name: name in _REFUTER_TAKES)
+    if given:
+        raise BadInput(
+            given[0],
+            "E303",
+            f"{', '.join(given)} set{'s' if len(given) == 1 else ''} up the model refuter, "
+            "and without --model no refuter runs (the lint-fallback judges): add "
+            "--model URI, or drop "
+            f"{'it' if len(given) == 1 else 'them'}",
+        )
+
+
 def refuse_certification_flags() -> None:
     """`--check` re-checks a certificate against its own contract: a certification flag
     beside it (`--source project`, `--apply`, `--model …`) was silently ignored, and the
     person believed the sources they named were the ones checked."""
-    ctx = click.get_current_context()
-    given = [
-        param.opts[0]
-        for param in ctx.command.params
-        if param.name not in _CHECK_TAKES
-        and param.name is not None
-        and ctx.get_parameter_source(param.name)
-        in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-    ]
+    given = typed_flags(lambda name: name not in _CHECK_TAKES)
     if given:
         raise BadInput(
             "--check",

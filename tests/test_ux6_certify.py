@@ -1,0 +1,70 @@
+"""`ilh certify` flags that only a model refuter uses, given without `--model` (ux6).
+
+`--refuter-tokens 10` (or `-time`, `-calls`, `--record`, `--base-url`) without `--model`
+was silently ignored: the certificate said lint-fallback, and the person who set a
+refuter's budget believed a refuter had run within it. As with `--check` and a
+certification flag (ux5), that is bad usage, named by its flag."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CLEAN = ROOT / "examples" / "certify_clean"
+
+
+def certify(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable, "-m", "harness", "certify", "handoff.md", "--role", "implementer",
+            "--source", "project", "--non-interactive", "--store", "s.db", *args,
+        ],
+        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def clean(tmp_path: Path) -> Path:
+    shutil.copytree(CLEAN, tmp_path / "c")
+    return tmp_path / "c"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--refuter-tokens", "5000"),
+        ("--refuter-time", "30s"),
+        ("--refuter-calls", "3"),
+        ("--record", "calls.jsonl"),
+        ("--base-url", "http://127.0.0.1:9/v1"),
+        ("--refuter-calls", "3", "--refuter-tokens", "5000"),
+    ],
+)
+def test_a_refuter_flag_without_a_model_is_bad_usage(clean: Path, flags: tuple[str, ...]) -> None:
+    done = certify(clean, *flags)
+    assert done.returncode == 2 and done.stdout == "", done
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    where = lines[0].removeprefix("error ").split(": E303 ")[0]
+    assert where in flags[::2], lines[0]  # the location is one of the flags given
+    assert "--model" in lines[0] and "no refuter runs" in lines[0], lines[0]
+    assert not (clean / "calls.jsonl").exists()
+
+
+def test_the_same_flags_with_a_model_are_taken(clean: Path) -> None:
+    done = certify(
+        clean, "--model", "scripted:refuter_pass.jsonl", "--refuter-calls", "3",
+        "--refuter-tokens", "50000", "--refuter-time", "60s",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_without_refuter_flags_the_lint_fallback_still_certifies(clean: Path) -> None:
+    assert certify(clean).returncode == 0
