@@ -68,3 +68,25 @@ def test_the_same_flags_with_a_model_are_taken(clean: Path) -> None:
 
 def test_without_refuter_flags_the_lint_fallback_still_certifies(clean: Path) -> None:
     assert certify(clean).returncode == 0
+
+
+# A title that starts with a lower-case name is a heading, not a sentence that became
+# one: certifying the shared DESIGN.md ("# ilang-harness — design") or this README
+# ("# ilang-harness") reported its first line as a rendering accident to repair.
+@pytest.mark.parametrize(
+    "title",
+    ["# ilang-harness — design", "# ilang-harness", "## numpy.linalg", "# v2.0 notes", "# my_tool"],
+)
+def test_a_title_starting_with_a_lower_case_name_is_no_accident(
+    tmp_path: Path, title: str
+) -> None:
+    from tests.test_certify import scan
+
+    assert scan(f"{title}\n\nReturn 2 from f.\n", tmp_path) == {}
+
+
+@pytest.mark.parametrize("line", ["# of retries is three", "# run the tests first"])
+def test_a_sentence_that_renders_as_a_heading_is_still_found(tmp_path: Path, line: str) -> None:
+    from tests.test_certify import scan
+
+    assert scan(f"Intro.\n\n{line}\n", tmp_path)[line] == ("3:1", "rendering-accidents")
