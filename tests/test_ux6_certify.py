@@ -77,9 +77,7 @@ def test_without_refuter_flags_the_lint_fallback_still_certifies(clean: Path) ->
     "title",
     ["# ilang-harness — design", "# ilang-harness", "## numpy.linalg", "# v2.0 notes", "# my_tool"],
 )
-def test_a_title_starting_with_a_lower_case_name_is_no_accident(
-    tmp_path: Path, title: str
-) -> None:
+def test_a_title_starting_with_a_lower_case_name_is_no_accident(tmp_path: Path, title: str) -> None:
     from tests.test_certify import scan
 
     assert scan(f"{title}\n\nReturn 2 from f.\n", tmp_path) == {}
