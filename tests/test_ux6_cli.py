@@ -78,3 +78,14 @@ def test_soul_review_of_pending_genes_without_a_soul_yet_lists_them(tmp_path: Pa
     (tmp_path / "a.soul.ilang.pending.jsonl").write_text("", encoding="utf-8")
     done = ilh(tmp_path, "soul", "review", "a.soul.ilang")
     assert done.returncode == 0 and done.stdout == "no pending GENEs\n", done
+
+
+@pytest.mark.parametrize("text", [None, "[task\n", '[task]\nidd = "x"\n'])
+def test_a_task_file_that_is_refused_leaves_no_store_behind(
+    tmp_path: Path, text: str | None
+) -> None:
+    # `ilh run nope.toml` in a fresh folder created `.ilh/runs.db` there, then refused it.
+    if text is not None:
+        (tmp_path / "task.toml").write_text(text, encoding="utf-8")
+    first_error(ilh(tmp_path, "run", "task.toml"))
+    assert not (tmp_path / ".ilh").exists()

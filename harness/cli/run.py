@@ -91,9 +91,11 @@ def execute(
             f"with `ilh run --resume {resume}`, or start the task stopped with "
             "`ilh run TASK --resume`",
         )
+    # The task file is read before the store is opened: a mistyped or broken one left a
+    # new `.ilh/runs.db` behind in whatever folder the command was typed.
+    task = load_task(task_file) if task_file is not None else None
     with default_store(store_path) as store, interruption_reported(store, resume):
-        if task_file is not None:
-            task = load_task(task_file)
+        if task is not None:
             # The live panel where a person watches; the event lines print above it.
             with board_for(err, as_json, [(task.id, limits_of(task))]) as board:
                 return asyncio.run(
