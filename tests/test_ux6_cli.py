@@ -89,3 +89,27 @@ def test_a_task_file_that_is_refused_leaves_no_store_behind(
         (tmp_path / "task.toml").write_text(text, encoding="utf-8")
     first_error(ilh(tmp_path, "run", "task.toml"))
     assert not (tmp_path / ".ilh").exists()
+
+
+def test_a_base_url_no_model_uses_is_bad_usage(tmp_path: Path) -> None:
+    # `--base-url` points openai:/anthropic: models at a server: with a scripted agent and
+    # no such grader it was silently ignored, and the person believed the run used it.
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    url = "http://127.0.0.1:9/v1"
+    line = first_error(ilh(tmp_path, "run", "ex/task.toml", "--base-url", url))
+    assert line.startswith("error --base-url: E303 "), line
+    assert "scripted:agent.jsonl" in line and "drop it" in line, line
+    batch = ilh(tmp_path, "run", "ex/task.toml", "ex/task.toml", "--base-url", url)
+    assert first_error(batch).startswith("error --base-url: E303 ")
+    assert not (tmp_path / ".ilh").exists() or "runs" not in os.listdir(tmp_path / ".ilh")
+
+
+def test_a_base_url_a_grader_model_uses_is_taken(tmp_path: Path) -> None:
+    # The grader shares --base-url: an openai: grader model is what it is for. (No call is
+    # made: the honest example's criteria are all tool checks.)
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    done = ilh(
+        tmp_path, "run", "ex/task.toml", "--base-url", "http://127.0.0.1:9/v1",
+        "--grader-model", "openai:judge",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr

@@ -176,6 +176,30 @@ def client_from_uri(
     return client
 
 
+#: The schemes `--base-url` points at a server (DESIGN §5).
+PROVIDERS = ("openai", "anthropic")
+
+
+def refuse_unused_base_url(
+    uris: Sequence[str], grader_model: str | None, options: ClientOptions
+) -> None:
+    """`--base-url` with no openai:/anthropic: model to use it (the agents' `uris`, the
+    grader's): bad usage. It was silently ignored, and the person believed the run went
+    to their server."""
+    if not options.base_url:
+        return
+    named = [*uris, *([grader_model] if grader_model else [])]
+    if any(uri.partition(":")[0] in PROVIDERS for uri in named):
+        return
+    raise InputError(
+        "--base-url",
+        "E303",
+        "--base-url points openai: and anthropic: models at a server, and no such model "
+        f"runs here ({', '.join(dict.fromkeys(named))}): drop it, or name one (--model "
+        "openai:MODEL, --grader-model …)",
+    )
+
+
 def effective_base_url(uri: str, options: ClientOptions) -> str | None:
     """The server a provider model is reached at: --base-url, else the provider's
     environment variable (what the SDK would use), else None (the provider's own). The
@@ -317,7 +341,8 @@ async def run_task(
     # A client handed in (tests, the Python API) names its own model.
     given = model or (client.name if client is not None and _no_agent_model(task) else None)
     uri = model_uri(task, given)
-    if client is None:
+    if client is None:  # a batch checked its models together, and made the clients
+        refuse_unused_base_url([uri], grader_model, options)
         client = client_for(uri, task, options=options, on_command_line=model is not None)
     if grader_client is None:
         grader_client = grader_client_for(grader_model, task, options)
