@@ -47,3 +47,36 @@ def test_the_level_is_read_as_the_note_says() -> None:
     assert log_level(" info ") == (20, None)
     level, note = log_level("loud")
     assert level == 30 and note is not None and "'loud'" in note
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "4294967295", "1000x"])
+def test_a_sandbox_uid_that_is_not_taken_is_named_once(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from harness.workspace import sandbox_user as module
+
+    monkeypatch.setenv("ILH_SANDBOX_UID", value)
+    monkeypatch.setattr(module.os, "geteuid", lambda: 0)
+    assert module.sandbox_user().uid == 65534  # fails closed to nobody, as before
+    note = module.sandbox_uid_note()
+    assert note is not None and note.startswith(f"note: ILH_SANDBOX_UID={value!r} is not")
+
+
+@pytest.mark.parametrize(("value", "euid"), [("1001", 0), ("abc", 1000), (" ", 0)])
+def test_a_sandbox_uid_taken_or_unused_gets_no_note(
+    monkeypatch: pytest.MonkeyPatch, value: str, euid: int
+) -> None:
+    from harness.workspace import sandbox_user as module
+
+    monkeypatch.setenv("ILH_SANDBOX_UID", value)
+    monkeypatch.setattr(module.os, "geteuid", lambda: euid)
+    assert module.sandbox_uid_note() is None
+
+
+def test_the_note_reaches_the_terminal(tmp_path: Path) -> None:
+    done = lint_with(tmp_path, ILH_SANDBOX_UID="nobody-please")
+    assert done.returncode == 0
+    if os.geteuid() == 0:
+        assert "note: ILH_SANDBOX_UID='nobody-please'" in done.stderr, done.stderr
+    else:  # the variable is read only by a root harness
+        assert "ILH_SANDBOX_UID" not in done.stderr

@@ -95,6 +95,12 @@ def ilh() -> None:
     _, note = log_level(os.environ.get("ILH_LOG"))
     if note is not None:
         click.echo(note, err=True)
+    if os.environ.get("ILH_SANDBOX_UID") is not None:
+        from harness.workspace.sandbox_user import sandbox_uid_note
+
+        uid_note = sandbox_uid_note()
+        if uid_note is not None:
+            click.echo(uid_note, err=True)
     configure_logging()
 
 
