@@ -113,3 +113,18 @@ def test_a_base_url_a_grader_model_uses_is_taken(tmp_path: Path) -> None:
         "--grader-model", "openai:judge",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_an_unknown_run_names_the_store_it_was_looked_for_in(tmp_path: Path) -> None:
+    # `ilh run --resume RUN` typed in another folder looked in that folder's default store
+    # and said only "unknown run": the person could not tell which store was searched.
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    assert ilh(tmp_path, "run", "ex/task.toml", "--store", "elsewhere.db").returncode == 0
+    ilh(tmp_path, "run", "ex/task.toml", "--model", "scripted:ex/agent.jsonl")  # default store
+    line = first_error(ilh(tmp_path, "run", "--resume", "zzz"))
+    assert line == (
+        "error zzz: E500 unknown run 'zzz' in the store .ilh/runs.db (`ilh runs list` shows "
+        "its runs; one recorded in another store needs --store PATH)"
+    )
+    line = first_error(ilh(tmp_path, "runs", "show", "zzz", "--store", "elsewhere.db"))
+    assert "in the store elsewhere.db (`ilh runs list --store elsewhere.db` shows" in line, line
