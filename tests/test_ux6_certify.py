@@ -88,3 +88,17 @@ def test_a_sentence_that_renders_as_a_heading_is_still_found(tmp_path: Path, lin
     from tests.test_certify import scan
 
     assert scan(f"Intro.\n\n{line}\n", tmp_path)[line] == ("3:1", "rendering-accidents")
+
+
+@pytest.mark.parametrize("args", [("nope.md",), ("handoff.md", "--source", "nowhere")])
+def test_a_certification_refused_at_once_leaves_no_store_behind(
+    clean: Path, args: tuple[str, ...]
+) -> None:
+    # `ilh certify nope.md` created `.ilh/runs.db` in the folder, then refused the target.
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "certify", *args, "--role", "implementer"],
+        cwd=clean, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert not (clean / ".ilh").exists()
