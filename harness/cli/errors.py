@@ -172,6 +172,24 @@ def refuse_overwriting(out: Path, what: str, keep: Iterable[tuple[Path, str]] = 
         )  # fmt: skip
 
 
+def refuse_replacing_other_than(out: Path, what: str, starts: tuple[bytes, ...], kind: str) -> None:
+    """An output that replaces a whole file (`ilh view --out FILE`) replaces only one of
+    its own kind (its first bytes, blanks aside and case folded, start with one of
+    `starts`) or an empty one: `--out task.toml`, one slip of tab completion, replaced the
+    task file with the page."""
+    if os.path.islink(out):
+        return  # never read through: the writer refuses a link, and says so
+    head = _regular_head(out, 512)
+    if not head or head.lstrip().lower().startswith(starts):
+        return  # new, empty, of its kind, or not a file (the writer says what it is)
+    raise BadInput(
+        str(out),
+        "E303",
+        f"{what} would replace a file that is not {kind}; name another file, or remove "
+        "this one first",
+    )
+
+
 def refuse_recording_over(record: Path, keep: Iterable[tuple[Path, str]] = ()) -> None:
     """`--record FILE` appends JSON lines: never to a task file, a run store or any file
     whose content is not already a recording (a README named by mistake would be
