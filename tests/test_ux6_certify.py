@@ -102,3 +102,18 @@ def test_a_certification_refused_at_once_leaves_no_store_behind(
     )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert not (clean / ".ilh").exists()
+
+
+def test_the_certificate_never_replaces_a_file_that_is_not_one(clean: Path) -> None:
+    # `--certificate README.md` (any file but the record itself) was replaced silently.
+    before = (clean / "README.md").read_bytes()
+    done = certify(clean, "--certificate", "README.md")
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.splitlines() == [
+        "error " + str(clean / "README.md") + ": E303 the certificate would replace a file "
+        "that is not a JSON certificate; name another file, or remove this one first"
+    ]
+    assert (clean / "README.md").read_bytes() == before
+    # One written before is replaced, as it always was.
+    assert certify(clean, "--certificate", "h.cert.json").returncode == 0
+    assert certify(clean, "--certificate", "h.cert.json").returncode == 0

@@ -36,6 +36,7 @@ from harness.cli.errors import (
     UserPath,
     refuse_overwriting,
     refuse_recording_over,
+    refuse_replacing_other_than,
 )
 from harness.cli.options import base_url_option, checked_model_uri
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
@@ -253,6 +254,12 @@ def certify(
                 keep.append((contract_path.parent / given, "the record it certifies"))
         if markdown_path is not None:
             refuse_overwriting(markdown_path, "the Markdown", keep)
+        if contract.certificate is not None:
+            # `--certificate task.toml` replaced the task file with the certificate; one
+            # written before (JSON, an object) is replaced as it always was.
+            refuse_replacing_other_than(
+                cwd / contract.certificate, "the certificate", (b"{",), "a JSON certificate"
+            )
         if record_path is not None:
             refuse_recording_over(record_path, keep)
         answers = load_answers(answers_path) if answers_path is not None else NO_ANSWERS
