@@ -22,6 +22,7 @@ from harness.record.events import EventKind
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, no_progress
+from harness.run.owner import owning
 from harness.run.recorded import start_inputs
 from harness.soul.file import load_soul
 from harness.soul.session import SoulSession
@@ -367,36 +368,39 @@ async def run_task(
         inputs=inputs,
         wait=False,
     )
-    # Off the event loop: two folders made (a system call each, a third of a
-    # millisecond on a journaled disk) and the template and checks copied, while the
-    # other tasks of a batch go on.
-    workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
-    # Not waited for: the orchestrator's first commit follows it (one writer, in order),
-    # and a failure here fails that one too. A task that starts `created` has no history
-    # yet: nothing to hand the writer (an empty write would still read and check the head).
-    started = [
-        store.stage(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
-        for entry in lifecycle.history
-    ]
-    if started:
-        store.commit_later(run_id, started)
-    orchestrator = Orchestrator(
-        task=task,
-        client=client,
-        store=store,
-        run_id=run_id,
-        ledger=ledger,
-        lifecycle=lifecycle,
-        workspace=workspace,
-        progress=progress,
-        grader_client=grader_client,
-        sandbox=policy,
-        grading=grading,
-        soul=None
-        if soul_path is None or soul is None
-        else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
-    )
-    return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
+    # Held from the first moment: a `--resume` of this run from another process while
+    # it goes on would run a second agent in its workspace (`harness.run.owner`).
+    with owning(store, run_id):
+        # Off the event loop: two folders made (a system call each, a third of a
+        # millisecond on a journaled disk) and the template and checks copied, while the
+        # other tasks of a batch go on.
+        workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
+        # Not waited for: the orchestrator's first commit follows it (one writer, in order),
+        # and a failure here fails that one too. A task that starts `created` has no history
+        # yet: nothing to hand the writer (an empty write would still read and check the head).
+        started = [
+            store.stage(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+            for entry in lifecycle.history
+        ]
+        if started:
+            store.commit_later(run_id, started)
+        orchestrator = Orchestrator(
+            task=task,
+            client=client,
+            store=store,
+            run_id=run_id,
+            ledger=ledger,
+            lifecycle=lifecycle,
+            workspace=workspace,
+            progress=progress,
+            grader_client=grader_client,
+            sandbox=policy,
+            grading=grading,
+            soul=None
+            if soul_path is None or soul is None
+            else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
+        )
+        return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
 
 
 def soul_of_task(task: Task, store: RunStore) -> Path | None:
