@@ -37,9 +37,6 @@ import json
 import math
 import os
 import platform
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -50,6 +47,7 @@ from typing import Any
 import httpx2
 import openai
 
+from benchmarks import callgrind
 from harness.inputs.task_file import Task, load_task
 from harness.models.clients.openai_client import OpenAIClient
 from harness.record.results import RunResult
@@ -170,22 +168,14 @@ def counted_work(side: str, warm: int, tasks: int, level: int, latency_s: float)
 
 
 def instructions_of(argv: list[str]) -> int | None:
-    """Instructions that running `argv` executed, counted by valgrind's callgrind."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        return None
+    """Instructions that running `argv` (to a successful end) executed."""
     # The child imports this checkout's code, wherever it is run from.
-    root = str(Path(__file__).resolve().parents[1])
+    root = Path(__file__).resolve().parents[1]
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
     }
-    done = subprocess.run(
-        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-        cwd=root, env=env, capture_output=True, text=True, check=False, timeout=3600,
-    )  # fmt: skip
-    found = re.search(r"Collected : ([0-9]+)", done.stderr)
-    return int(found.group(1)) if found and done.returncode == 0 else None
+    return callgrind.instructions_of(argv, cwd=root, env=env, timeout_s=3600, must_succeed=True)
 
 
 def per_task_instructions(

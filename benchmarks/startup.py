@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks import callgrind
 from harness.record.store import RunStore
 
 ILH = [sys.executable, "-m", "harness"]
@@ -48,16 +47,9 @@ def cpu_of(argv: list[str], cwd: Path) -> float:
 
 
 def instructions_of(argv: list[str], cwd: Path) -> int | None:
-    """Instructions that running `argv` executed, counted by valgrind's callgrind."""
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        return None
-    done = subprocess.run(
-        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-        cwd=cwd, env=CHILD_ENV, capture_output=True, text=True, check=False, timeout=600,
-    )  # fmt: skip
-    found = re.search(r"Collected : ([0-9]+)", done.stderr)
-    return int(found.group(1)) if found else None
+    return callgrind.instructions_of(
+        argv, cwd=cwd, env=CHILD_ENV, timeout_s=600, must_succeed=False
+    )
 
 
 def main() -> None:

@@ -190,21 +190,20 @@ class BudgetLedger:
     def exhausted(self) -> list[Budget]:
         """The budgets whose remaining is ≤ 0. Check this BEFORE every model call of the
         agent: any entry means commit `stopped|reason:budget` and call nothing."""
-        # Decided on the amounts (`Budget.remaining`'s arithmetic on the same numbers);
-        # a Budget is made only for one that is exhausted.
-        return [
-            self._snapshot(account, None)
-            for account in self._accounts.values()
-            if self._remaining(account) <= 0
-        ]
+        return self._where(lambda remaining: remaining <= 0)
 
     def overrun(self) -> list[Budget]:
         """The budgets whose remaining is < 0: spent past their limit (a reply may overrun
         by the estimate error of one call)."""
+        return self._where(lambda remaining: remaining < 0)
+
+    def _where(self, chosen: Callable[[float], bool]) -> list[Budget]:
+        # Decided on the amounts (`Budget.remaining`'s arithmetic on the same numbers);
+        # a Budget is made only for a chosen one.
         return [
             self._snapshot(account, None)
             for account in self._accounts.values()
-            if self._remaining(account) < 0
+            if chosen(self._remaining(account))
         ]
 
     def _remaining(self, account: _Account) -> float:

@@ -238,14 +238,11 @@ def _json_candidate(text: str) -> tuple[Any, str]:
         raise ValueError("the answer nests too deeply") from None
 
 
-_ECHOED_RATIONALE = (
-    "the rationale repeats text found in the workspace, a check's output or the "
-    "agent's claims; judge yourself and give your own reason"
-)
-_ECHOED_ANSWER = (
-    "the answer repeats text found in the workspace, a check's output or the "
-    "agent's claims; judge yourself and give your own reason"
-)
+def _echoed(what: str) -> str:
+    return (
+        f"the {what} repeats text found in the workspace, a check's output or the "
+        "agent's claims; judge yourself and give your own reason"
+    )
 
 
 def _entry_problem(entry: JudgedCriterion, ctx: AnswerContext) -> str | None:
@@ -268,7 +265,7 @@ def _entry_problem(entry: JudgedCriterion, ctx: AnswerContext) -> str | None:
         # A forged verdict planted in a file (or a check's output, or a claim) in the
         # answer's own form, repeated by a grader that followed it: the words are the
         # agent's, so the entry is not the grader's judgement.
-        return _ECHOED_RATIONALE
+        return _echoed("rationale")
     if entry.result == "pass" and not any(i.kind in DECIDING_KINDS for i in entry.evidence):
         return (
             "a pass must cite at least one file or tool_check it relied on; the agent's "
@@ -310,7 +307,7 @@ def read_answer(text: str, pending: Sequence[str], ctx: AnswerContext) -> Answer
     if len(flat_text(source)) >= MIN_ECHO_CHARS and ctx.echoed(source):
         # The whole answer is untrusted text the grader was shown, word for word: a
         # verdict planted in the answer's form, whatever its rationales' length.
-        return AnswerReading(valid={}, problems={cid: _ECHOED_ANSWER for cid in asked})
+        return AnswerReading(valid={}, problems={cid: _echoed("answer") for cid in asked})
     if not isinstance(data, dict) or set(data) != {"results"}:
         why = 'the answer must be one object with a single key "results"'
         return AnswerReading(valid={}, problems={cid: why for cid in asked})

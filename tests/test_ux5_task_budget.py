@@ -10,28 +10,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from harness.cli.main import ilh
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
 from harness.inputs.errors import InputError
 from harness.inputs.task_file import parse_task
+from tests.test_run_inputs import run
 
 HEAD = '[task]\nid = "t"\nobjective = "do it"\n\n'
 AGENT = '\n[agent]\nmodel = "scripted:agent.jsonl"\n'
 RUBRIC = (
     '\n[rubric]\nthreshold = 0.5\n[[rubric.criteria]]\nid = "{id}"\nweight = 1.0\ncheck = "x"\n'
 )
-
-
-def run(folder: Path, text: str) -> tuple[int, str]:
-    (folder / "task.toml").write_text(text, encoding="utf-8")
-    (folder / "agent.jsonl").write_text('{"text": "hi"}\n', encoding="utf-8")
-    result = CliRunner().invoke(
-        ilh, ["run", str(folder / "task.toml"), "--store", str(folder / "runs.db"), "--json"]
-    )
-    assert "Traceback" not in result.output
-    return result.exit_code, result.output
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,9 @@ receiver re-checks them; bound by path alone, a source rewritten after certifica
 code changed, a file added or removed) still passed the check (red team attack4). So the
 certificate carries each source's identity: a SHA-256 over the sorted walk of the folder
 (each entry's relative path and kind; a file's content digest and executable bit; a
-link's target, with the content of the file it names), or over a file's bytes; a source
-that is itself a link is the file or folder behind it.
+link's target, with the content of the file it names, or of the folder it names when that
+lies outside the source), or over a file's bytes; a source that is itself a link is the
+file or folder behind it.
 
 Left out of a folder's identity: `.git` (git rewrites its index on a mere `git status`;
 committed records are checked through git itself) and bytecode caches (`__pycache__`,
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -45,27 +47,77 @@ def _name(rel: str) -> bytes:
     return rel.encode("utf-8", "surrogateescape")
 
 
-def _entry(path: Path, rel: str) -> bytes:
-    try:
-        info = path.lstat()
-        mode = info.st_mode
-        if stat.S_ISLNK(mode):
-            line = b"l " + _name(rel) + b" -> " + _name(os.readlink(path))
-            # A link to a file: what it reads is part of the source (the file may lie
-            # outside it and change there). A link to a folder is its target's name only.
-            if path.is_file():
-                line += b" " + _file_digest(path.resolve()).encode()
-            return line + b"\n"
-        if stat.S_ISDIR(mode):
-            return b"d " + _name(rel) + b"\n"
-        if stat.S_ISREG(mode):
-            executable = b"x" if mode & 0o111 else b"-"
-            return (
-                b"f " + _name(rel) + b" " + executable + b" " + _file_digest(path).encode() + b"\n"
-            )
-        return b"o " + _name(rel) + b"\n"  # a pipe, a socket, a device: never read
-    except OSError as err:
-        return b"u " + _name(rel) + b" " + (err.strerror or "unreadable").encode() + b"\n"
+#: Entries of folders outside the source that its links name, hashed at most (a link to
+#: `/` must not walk the whole machine). Past it the identity is one no later walk matches
+#: (`--check` then fails: fail closed): grant the folder itself, or a smaller one.
+MAX_LINKED_ENTRIES = 50_000
+
+
+class _Walk:
+    """One identity's walk: the source's root, the folders outside it already hashed
+    through links (a loop of links is hashed once), what is left of the linked budget."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.linked: set[Path] = set()
+        self.left = MAX_LINKED_ENTRIES
+
+    def folder(self, path: Path, label: bytes, *, linked: bool) -> bytes:
+        """The digest of the walk of folder `path` (hex, as bytes)."""
+        digest = hashlib.sha256(label)
+        failures: list[bytes] = []
+
+        def failed(err: OSError) -> None:
+            failures.append(b"u " + _name(str(err.filename)) + b"\n")
+
+        for folder, dirs, files in os.walk(path, onerror=failed, followlinks=False):
+            here = Path(folder)
+            dirs[:] = sorted(d for d in dirs if d not in IGNORED_FOLDERS)
+            for name in sorted([*dirs, *files]):
+                if linked:
+                    self.left -= 1
+                    if self.left < 0:
+                        return b"too large to bind " + secrets.token_hex(16).encode()
+                rel = (here / name).relative_to(path).as_posix()
+                digest.update(self.entry(here / name, rel))
+        for failure in failures:
+            digest.update(failure)
+        return digest.hexdigest().encode()
+
+    def entry(self, path: Path, rel: str) -> bytes:
+        try:
+            info = path.lstat()
+            mode = info.st_mode
+            if stat.S_ISLNK(mode):
+                return self._link(path, rel) + b"\n"
+            if stat.S_ISDIR(mode):
+                return b"d " + _name(rel) + b"\n"
+            if stat.S_ISREG(mode):
+                executable = b"x" if mode & 0o111 else b"-"
+                return (
+                    b"f " + _name(rel) + b" " + executable + b" " + _file_digest(path).encode()
+                    + b"\n"
+                )  # fmt: skip
+            return b"o " + _name(rel) + b"\n"  # a pipe, a socket, a device: never read
+        except OSError as err:
+            return b"u " + _name(rel) + b" " + (err.strerror or "unreadable").encode() + b"\n"
+        except RuntimeError:  # a loop of links
+            return b"u " + _name(rel) + b" a loop of links\n"
+
+    def _link(self, path: Path, rel: str) -> bytes:
+        line = b"l " + _name(rel) + b" -> " + _name(os.readlink(path))
+        # What a link reads is part of the source: the file or folder it names may lie
+        # outside the source and change there. A folder inside the source is walked as
+        # part of it already (and a loop of links would never end): its name suffices.
+        if path.is_file():
+            return line + b" " + _file_digest(path.resolve()).encode()
+        if path.is_dir():
+            target = path.resolve(strict=True)
+            if target == self.root or self.root in target.parents or target in self.linked:
+                return line
+            self.linked.add(target)
+            return line + b" " + self.folder(target, b"linked folder\n", linked=True)
+        return line
 
 
 def source_identity(path: Path) -> str | None:
@@ -82,20 +134,7 @@ def source_identity(path: Path) -> str | None:
         return sha256_digest(b"u . a loop of links")
     except OSError as err:
         return sha256_digest(b"u . " + (err.strerror or "unreadable").encode())
+    walk = _Walk(path.resolve())
     if not stat.S_ISDIR(info.st_mode):
-        return sha256_digest(_entry(path, "."))
-    digest = hashlib.sha256(b"ilh source identity v1\n")
-    failures: list[bytes] = []
-
-    def failed(err: OSError) -> None:
-        failures.append(b"u " + _name(str(err.filename)) + b"\n")
-
-    for folder, dirs, files in os.walk(path, onerror=failed, followlinks=False):
-        here = Path(folder)
-        dirs[:] = sorted(d for d in dirs if d not in IGNORED_FOLDERS)
-        for name in sorted([*dirs, *files]):
-            rel = (here / name).relative_to(path).as_posix()
-            digest.update(_entry(here / name, rel))
-    for failure in failures:
-        digest.update(failure)
-    return "sha256:" + digest.hexdigest()
+        return sha256_digest(walk.entry(path, "."))
+    return "sha256:" + walk.folder(path, b"ilh source identity v1\n", linked=False).decode()

@@ -34,6 +34,7 @@ from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
     UserPath,
+    message_console,
     refuse_overwriting,
     refuse_recording_over,
     refuse_replacing_other_than,
@@ -214,7 +215,7 @@ def certify(
     """Certify TARGET (a file, or git:REV:PATH) for a zero-memory receiver in ROLE.
 
     Exit 0 certified, 1 not certified, 2 bad input, 130 interrupted."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    err = message_console()
     try:
         if check_path is not None:
             refuse_certification_flags()

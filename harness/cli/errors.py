@@ -107,6 +107,13 @@ class ReportConsole(Console):
         _stdout_to_devnull()
 
 
+def message_console() -> Console:
+    """The console a command's progress, messages and errors go to (stderr): no
+    highlighting (paths and numbers stay as written), long lines not wrapped (a path is
+    copied whole), no emoji codes (as `ReportConsole`)."""
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
 def _stdout_to_devnull() -> None:
     """The reader is gone: what is still written (and the final flush) goes nowhere."""
     devnull = os.open(os.devnull, os.O_WRONLY)

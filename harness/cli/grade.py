@@ -31,6 +31,7 @@ from harness.cli.errors import (
     ReportConsole,
     TaskFilePath,
     UserPath,
+    message_console,
     reader_may_leave,
 )
 from harness.cli.options import (
@@ -177,7 +178,7 @@ def grade(
     """Grade the work in a workspace against TASK_FILE's rubric.
 
     Exit 0 verified, 1 needs revision, 2 bad input, 130 interrupted."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    err = message_console()
     try:
         with immediate_interrupts(), exporting(otel):
             report, claims, policy = asyncio.run(

@@ -9,7 +9,6 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from harness.cli.errors import (
     EXIT_BAD_INPUT,
@@ -17,6 +16,7 @@ from harness.cli.errors import (
     ReportConsole,
     TaskFilePath,
     UserPath,
+    message_console,
     refuse_recording_over,
 )
 from harness.cli.options import (
@@ -78,7 +78,7 @@ def execute(
     sandbox: SandboxOverrides = NO_OVERRIDES,
     soul_readonly: bool = False,
 ) -> RunResult:
-    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    err = message_console()
     lines = no_progress if as_json else live_progress(err)
     if resume not in (None, RESUME_FLAG) and Path(str(resume)).is_file() and task_file is None:
         task_file, resume = Path(str(resume)), RESUME_FLAG  # `--resume task.toml`
@@ -144,7 +144,7 @@ def execute_many(
     running task and the batch's counts; each run's summary follows."""
     if resume not in (None, RESUME_FLAG):
         raise click.UsageError("--resume RUN continues one recorded run; give no TASK_FILE")
-    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    err = message_console()
     with (
         default_store(store_path) as store,
         interruption_reported(store, resume),
@@ -258,7 +258,7 @@ def run(
     Exit 0 when complete was committed (for every task), 3 when a run ended otherwise,
     2 on bad input, 1 on an internal error, 130 when interrupted (Ctrl-C: the run is
     resumable)."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    err = message_console()
     if record_path is not None:
         store_file = store_path or DEFAULT_STORE_PATH
         refuse_recording_over(

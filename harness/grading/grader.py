@@ -280,6 +280,9 @@ class Grader:
             rubric_declaration(self.rubric),
             *(grader_evidence_line(n, c) for n, c in enumerate(ran, start=1)),
         ]
+        # A hidden check's command and output never reach a model whose words the agent
+        # may read back: only its verdict does (in the declarations).
+        shown = [(c, shown_output(c)) for c in ran if not c.hidden]
         session = GraderSession(
             client=self.client,
             workspace=self.workspace,
@@ -287,16 +290,10 @@ class Grader:
             declarations=declarations,
             decided=[(c.criterion, c.result) for c in checks],
             task_blocks=self.task_blocks,
-            # A hidden check's command and output never reach a model whose words the
-            # agent may read back: only its verdict does (in the declarations).
-            check_blocks=[
-                check_output_block(c.criterion, c.command, shown_output(c))
-                for c in ran
-                if not c.hidden
-            ],
+            check_blocks=[check_output_block(c.criterion, c.command, out) for c, out in shown],
             claims=[claim.shown() for claim in claims],
             max_output=self.max_output,
-            check_texts=[f"{c.command}\n{shown_output(c)}" for c in ran if not c.hidden],
+            check_texts=[f"{c.command}\n{out}" for c, out in shown],
         )
         ctx = AnswerContext(
             inspected=session.inspected_file,

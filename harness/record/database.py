@@ -8,7 +8,9 @@ database.
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,7 +119,7 @@ def open_database(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     try:
         with sqlite_errors(path):
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            mode = _write_ahead_log(conn, busy_timeout_s)
             if mode.lower() != "wal":
                 log.warning("store.no_wal", path=str(path), journal_mode=mode)
             # NORMAL: a commit survives a killed process; a power loss may cost the last
@@ -129,6 +131,29 @@ def open_database(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+#: Waits between tries of the switch to WAL while another connection holds the file.
+_WAL_RETRY_S: Final = (0.002, 0.02)
+
+
+def _write_ahead_log(conn: sqlite3.Connection, busy_timeout_s: float) -> str:
+    """Switch to WAL (a no-op for a store already in it); the journal mode it is in after.
+
+    SQLite answers a journal-mode switch that meets another connection's lock with
+    "database is locked" at once, without its busy handler: two commands opening a new
+    store together (`ilh run` while `ilh runs list` looks, two runs started at once) had
+    one of them fail (E500) about once in thirty. Retried here within the same busy
+    timeout every other statement of the store waits."""
+    deadline = time.monotonic() + busy_timeout_s
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as err:
+            busy = err.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() >= deadline:
+                raise
+        time.sleep(random.uniform(*_WAL_RETRY_S))  # apart: two waiters do not meet again
 
 
 def open_read_only(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
