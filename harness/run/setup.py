@@ -351,6 +351,7 @@ async def run_task(
     ledger = BudgetLedger(budgets_of(task))
     policy = sandbox_policy(task, sandbox)
     task.checks_folder()  # a missing or misplaced hidden checks folder: bad input, before any run
+    task.workspace_template()  # likewise the template: nothing made for a task refused
     inputs = start_inputs(task, client)
     run_id = store.create_run(
         task.id,
