@@ -64,9 +64,11 @@ def test_refuter_budgets_at_the_bounds_are_taken(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = copy_example("certify_clean", tmp_path)
+    # With a refuter to budget: without --model these flags are bad usage (ux6).
     code, _, result = certify_project(
         folder, monkeypatch, "--refuter-time", f"{MAX_TIME_SECONDS}",
         "--refuter-tokens", str(MAX_TOKENS), "--refuter-calls", str(MAX_ROUNDS),
+        "--model", "scripted:refuter_pass.jsonl",
     )  # fmt: skip
     assert code == 0, result.output
 

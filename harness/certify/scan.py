@@ -64,6 +64,9 @@ _ACRONYM = re.compile(r"(?<![\w/.$-])([A-Z][A-Z0-9]{1,7})(s?)(?![\w/-])")
 _CAMEL = re.compile(r"(?<![\w/.$-])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+)(?![\w/-])")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-{2,})\s*$")
 _ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(\S)")
+#: A first word that is a name, not a sentence's word (`ilang-harness`, `numpy.linalg`,
+#: `v2.0`, `my_tool`): a heading starting with it is a title, though lower case.
+_NAME_LIKE = re.compile(r"[-_./:0-9]")
 _LIST_OR_TABLE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\||>)")
 
 Category = str
@@ -613,7 +616,12 @@ def rendering(shape: Shape, scan: Scan) -> None:
                 "put a blank line before it, or remove it",
             )
         atx = _ATX.match(line)
-        if atx and atx.group(2).islower() and atx.group(2).isascii():
+        if (
+            atx
+            and atx.group(2).islower()
+            and atx.group(2).isascii()
+            and not _NAME_LIKE.search(line[atx.start(2) :].split(maxsplit=1)[0])
+        ):
             add(
                 line.strip()[:40],
                 n,

@@ -13,6 +13,7 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from harness.certify.lexicon import load_lexicon
 from harness.certify.loop import Certifier, Request
 from harness.certify.refuter import RefuterBudget
 from harness.certify.render import render_markdown
+from harness.certify.target import read_target
 from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
@@ -35,6 +37,7 @@ from harness.cli.errors import (
     message_console,
     refuse_overwriting,
     refuse_recording_over,
+    refuse_replacing_other_than,
 )
 from harness.cli.options import base_url_option, checked_model_uri
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
@@ -217,6 +220,8 @@ def certify(
         if check_path is not None:
             refuse_certification_flags()
             sys.exit(run_check(check_path, target, as_json))
+        if not model:
+            refuse_refuter_flags_without_a_model()
         flags = Flags(
             target=target,
             role=role,
@@ -237,6 +242,10 @@ def certify(
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise InputError(markdown_path, "E500", "cannot write the Markdown there")
         given, contract = declare(flags, contract_path, cwd)
+        if not given.startswith("git:") and not os.path.lexists(cwd / given):
+            # Refused here, in the reader's own words, before the store is opened: a
+            # mistyped target left a new `.ilh/runs.db` in the folder it was typed in.
+            read_target(given, cwd)
         # The record being certified, and the store, are never an output's landing:
         # `--markdown handoff.md` replaced the handoff by its own certificate.
         keep = [(store_path or DEFAULT_STORE_PATH, "the run store")]
@@ -246,6 +255,12 @@ def certify(
                 keep.append((contract_path.parent / given, "the record it certifies"))
         if markdown_path is not None:
             refuse_overwriting(markdown_path, "the Markdown", keep)
+        if contract.certificate is not None:
+            # `--certificate task.toml` replaced the task file with the certificate; one
+            # written before (JSON, an object) is replaced as it always was.
+            refuse_replacing_other_than(
+                cwd / contract.certificate, "the certificate", (b"{",), "a JSON certificate"
+            )
         if record_path is not None:
             refuse_recording_over(record_path, keep)
         answers = load_answers(answers_path) if answers_path is not None else NO_ANSWERS
@@ -368,19 +383,47 @@ def emit(
 _CHECK_TAKES = frozenset({"check_path", "target", "as_json", "non_interactive", "store_path"})
 
 
+def typed_flags(names: Callable[[str], bool]) -> list[str]:
+    """The options among `names` that the person gave (on the command line or through
+    the environment), each by its first flag."""
+    ctx = click.get_current_context()
+    return [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name is not None
+        and names(param.name)
+        and ctx.get_parameter_source(param.name)
+        in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    ]
+
+
+#: The options only a model refuter uses (its budget, its calls' recording, its server).
+_REFUTER_TAKES = frozenset(
+    {"refuter_tokens", "refuter_time", "refuter_calls", "record_path", "base_url"}
+)
+
+
+def refuse_refuter_flags_without_a_model() -> None:
+    """Without `--model` no refuter runs (the lint-fallback judges): a refuter's budget
+    given then was silently ignored, and the person who set it believed a refuter had
+    run within it."""
+    given = typed_flags(lambda name: name in _REFUTER_TAKES)
+    if given:
+        raise BadInput(
+            given[0],
+            "E303",
+            f"{', '.join(given)} set{'s' if len(given) == 1 else ''} up the model refuter, "
+            "and without --model no refuter runs (the lint-fallback judges): add "
+            "--model URI, or drop "
+            f"{'it' if len(given) == 1 else 'them'}",
+        )
+
+
 def refuse_certification_flags() -> None:
     """`--check` re-checks a certificate against its own contract: a certification flag
     beside it (`--source project`, `--apply`, `--model …`) was silently ignored, and the
     person believed the sources they named were the ones checked."""
-    ctx = click.get_current_context()
-    given = [
-        param.opts[0]
-        for param in ctx.command.params
-        if param.name not in _CHECK_TAKES
-        and param.name is not None
-        and ctx.get_parameter_source(param.name)
-        in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-    ]
+    given = typed_flags(lambda name: name not in _CHECK_TAKES)
     if given:
         raise BadInput(
             "--check",
@@ -391,7 +434,23 @@ def refuse_certification_flags() -> None:
 
 
 def run_check(cert: Path, target: str | None, as_json: bool) -> int:
-    report = check_certificate(cert, target)
+    try:
+        report = check_certificate(cert, target)
+    except InputError as err:
+        if err.path != str(cert) or not (
+            err.code == "E300" or err.message.startswith("not a certificate")
+        ):
+            raise
+        # Most often the record named first (`--check handoff.md handoff.cert.json`):
+        # "not JSON" alone did not say which of the two was expected where.
+        raise InputError(
+            err.path,
+            err.code,
+            f"{err.message}; --check takes the certificate first: "
+            "ilh certify --check CERT [TARGET]",
+            err.line,
+            err.col,
+        ) from None
     if as_json:
         click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
     else:

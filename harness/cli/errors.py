@@ -30,15 +30,17 @@ class BadInput(click.ClickException):
 
     exit_code = EXIT_BAD_INPUT
 
-    def __init__(self, location: str, code: str, message: str) -> None:
+    def __init__(self, location: str, code: str, message: str, line: int = 0, col: int = 0):
         self.location = location
         self.code = code
+        self.line = line  # also in `location`; apart for a JSON row (`ilh lint --json`)
+        self.col = col
         super().__init__(message)
 
     @classmethod
     def of(cls, err: InputError) -> BadInput:
         where = err.render().split(": ", 1)[0]
-        return cls(where, err.code, err.message)
+        return cls(where, err.code, err.message, err.line, err.col)
 
     def format_message(self) -> str:
         return f"{self.location}: {self.code} {self.message}"
@@ -55,6 +57,27 @@ class UserPath(click.Path):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, (str, bytes)) and not value:
             self.fail("an empty path names no file or folder", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class TaskFilePath(UserPath):
+    """A TASK_FILE argument. A folder is the usual slip (`ilh run examples/honest`, tab
+    completion stops at the slash): click's "is a directory" said what was wrong and not
+    what to give; the task file inside, when there is one, is named."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path, dir_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value and os.path.isdir(value):
+            inside = os.path.join(value, "task.toml")
+            if os.path.isfile(inside):
+                self.fail(f"{value!r} is a folder; its task file is {inside}", param, ctx)
+            self.fail(
+                f"{value!r} is a folder, not a task file: name the task's TOML file",
+                param,
+                ctx,
+            )
         return super().convert(value, param, ctx)
 
 
@@ -154,6 +177,24 @@ def refuse_overwriting(out: Path, what: str, keep: Iterable[tuple[Path, str]] = 
             str(out), "E303", f"{what} would be written into a pipe, device or folder: "
             "name a regular file",
         )  # fmt: skip
+
+
+def refuse_replacing_other_than(out: Path, what: str, starts: tuple[bytes, ...], kind: str) -> None:
+    """An output that replaces a whole file (`ilh view --out FILE`) replaces only one of
+    its own kind (its first bytes, blanks aside and case folded, start with one of
+    `starts`) or an empty one: `--out task.toml`, one slip of tab completion, replaced the
+    task file with the page."""
+    if os.path.islink(out):
+        return  # never read through: the writer refuses a link, and says so
+    head = _regular_head(out, 512)
+    if not head or head.lstrip().lower().startswith(starts):
+        return  # new, empty, of its kind, or not a file (the writer says what it is)
+    raise BadInput(
+        str(out),
+        "E303",
+        f"{what} would replace a file that is not {kind}; name another file, or remove "
+        "this one first",
+    )
 
 
 def refuse_recording_over(record: Path, keep: Iterable[tuple[Path, str]] = ()) -> None:

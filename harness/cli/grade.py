@@ -29,6 +29,7 @@ from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
     ReportConsole,
+    TaskFilePath,
     UserPath,
     message_console,
     reader_may_leave,
@@ -137,7 +138,7 @@ def show(
 
 
 @click.command()
-@click.argument("task_file", type=UserPath(path_type=Path, dir_okay=False))
+@click.argument("task_file", type=TaskFilePath())
 @click.option(
     "--workspace",
     "workspace_dir",

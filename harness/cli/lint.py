@@ -11,7 +11,7 @@ from rich.console import Console
 
 from envelopes.errors import ERROR_CODES, Finding, explain
 from envelopes.lint import lint_text
-from harness.cli.errors import BadInput, ReportConsole
+from harness.cli.errors import EXIT_BAD_INPUT, BadInput, ReportConsole
 from harness.inputs.errors import InputError, read_bytes, read_capped
 from harness.secrets.terminal import shown
 
@@ -39,6 +39,14 @@ def finding_row(name: str, f: Finding) -> dict[str, object]:
     return {
         "file": name, "line": f.line, "col": f.col, "code": f.code,
         "severity": f.severity, "message": f.message,
+    }  # fmt: skip
+
+
+def unreadable_row(name: str, problem: BadInput) -> dict[str, object]:
+    """A file that could not be read, as a `--json` row of the documented shape."""
+    return {
+        "file": name, "line": problem.line, "col": problem.col, "code": problem.code,
+        "severity": "error", "message": problem.message,
     }  # fmt: skip
 
 
@@ -110,14 +118,15 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
         return
     if not files:
         raise BadInput("FILE", "E303", "give at least one FILE (or - for stdin)")
-    texts: dict[str, str] = {}
+    texts: dict[str, str | BadInput] = {}
     unreadable: list[BadInput] = []
     for name in files:
         try:
             texts[name] = read_input(name)
         except BadInput as problem:
             unreadable.append(problem)
-    if unreadable:
+            texts[name] = problem
+    if unreadable and not as_json:
         # Every unreadable file is named, not only the first.
         for earlier in unreadable[:-1]:
             earlier.show()
@@ -126,6 +135,11 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
     errors = 0
     console = ReportConsole(highlight=False, soft_wrap=True)
     for name, text in texts.items():
+        if isinstance(text, BadInput):
+            # A tool parses stdout as the documented array whatever the exit status: an
+            # unreadable file left it empty, and every other file's findings were lost.
+            rows.append(unreadable_row(name, text))
+            continue
         findings = lint_text(text, name)
         errors += sum(f.severity == "error" for f in findings)
         rows += [finding_row(name, f) for f in findings]
@@ -133,6 +147,10 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
             print_findings(console, name, findings)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False))
+        for reason in unreadable:  # people still read why, on stderr
+            reason.show()
+        if unreadable:
+            sys.exit(EXIT_BAD_INPUT)
     else:
         warnings = len(rows) - errors
         verdict = "[bold red]errors[/]" if errors else "[bold green]ok[/]"

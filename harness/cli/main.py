@@ -66,6 +66,19 @@ class LazyGroup(click.Group):
         self.add_command(command, cmd_name)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as err:
+            # Click suggests among `self.commands`, the commands imported so far: none,
+            # here, so `ilh rn` had no "Did you mean 'run'?" (a sub-command of `runs`,
+            # an eager group, had one). Suggest among every command of the table.
+            raise click.exceptions.NoSuchCommand(
+                err.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The help page lists every command from the table, importing none of them.
         rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
@@ -77,8 +90,17 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="ilang-harness")
 def ilh() -> None:
     """ilang-harness: the model proposes, the runtime decides."""
-    from harness.secrets.logs import configure_logging  # structlog: not for `ilh --help`
+    from harness.secrets.logs import configure_logging, log_level  # not for `ilh --help`
 
+    _, note = log_level(os.environ.get("ILH_LOG"))
+    if note is not None:
+        click.echo(note, err=True)
+    if os.environ.get("ILH_SANDBOX_UID") is not None:
+        from harness.workspace.sandbox_user import sandbox_uid_note
+
+        uid_note = sandbox_uid_note()
+        if uid_note is not None:
+            click.echo(uid_note, err=True)
     configure_logging()
 
 

@@ -14,6 +14,7 @@ from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
     ReportConsole,
+    TaskFilePath,
     UserPath,
     message_console,
     refuse_recording_over,
@@ -90,9 +91,11 @@ def execute(
             f"with `ilh run --resume {resume}`, or start the task stopped with "
             "`ilh run TASK --resume`",
         )
+    # The task file is read before the store is opened: a mistyped or broken one left a
+    # new `.ilh/runs.db` behind in whatever folder the command was typed.
+    task = load_task(task_file) if task_file is not None else None
     with default_store(store_path) as store, interruption_reported(store, resume):
-        if task_file is not None:
-            task = load_task(task_file)
+        if task is not None:
             # The live panel where a person watches; the event lines print above it.
             with board_for(err, as_json, [(task.id, limits_of(task))]) as board:
                 return asyncio.run(
@@ -182,7 +185,7 @@ def refuse_task_file_as_run(task_files: tuple[Path, ...], resume: str | None) ->
 
 
 @click.command()
-@click.argument("task_files", nargs=-1, type=UserPath(path_type=Path, dir_okay=False))
+@click.argument("task_files", nargs=-1, type=TaskFilePath())
 @click.option(
     "--resume",
     is_flag=False,

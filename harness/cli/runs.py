@@ -25,6 +25,7 @@ from harness.cli.errors import (
     UserPath,
     reader_may_leave,
     refuse_overwriting,
+    refuse_replacing_other_than,
 )
 from harness.record.events import EventKind, RunSummary
 from harness.record.store import RunStore, StoreError, UnknownRun
@@ -410,13 +411,19 @@ def read_certificate(path: Path) -> tuple[Certificate, str]:
         ) from None
 
 
-def write_page(page: str, target: Path) -> Path:
+#: How an HTML page written before starts (ours, a browser's "save as"…).
+_HTML_STARTS = (b"<!doctype html", b"<html")
+
+
+def write_page(page: str, target: Path, *, typed: bool = True) -> Path:
     """Write the page to `target`, a regular file (created or replaced), never through a
     symbolic link or into a pipe or device. The default name is predictable (a
     certificate's is `ilh-certificate-<its digest>.html`): a link of that name planted
     beside a handed-over certificate made `ilh view` overwrite the file it pointed at
     (`~/.bashrc`, with lines of the page), and a pipe of that name made it hang."""
     refuse_overwriting(target, "the page")
+    if typed:  # `--out FILE`; the default name (`ilh-RUN.html`) is the harness's own
+        refuse_replacing_other_than(target, "the page", _HTML_STARTS, "an HTML page")
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         fd = os.open(target, flags, 0o644)

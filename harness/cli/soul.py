@@ -4,6 +4,7 @@ from (SPEC-v5.0 Part IV; `harness.soul`)."""
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +17,7 @@ from harness.cli.runs import STORE_OPTION, open_store
 from harness.inputs.errors import InputError
 from harness.soul.correct import error_counts
 from harness.soul.cycle import apply_all
-from harness.soul.file import load_soul, read_pending, review
+from harness.soul.file import load_soul, pending_path, read_pending, review
 from harness.soul.sync import sync_run
 
 SOUL_ARGUMENT = click.argument(
@@ -119,6 +120,16 @@ def review_pending(
 ) -> None:
     """L3: approve or drop the pending GENEs before the agent's next session. Without a
     choice, lists them."""
+    pending = pending_path(soul_path)
+    if not os.path.lexists(soul_path) and not os.path.lexists(pending):
+        # A SOUL may not exist yet (its first run was --soul-readonly), but with no pending
+        # file either the path is a slip: "no pending GENEs", exit 0, hid it.
+        raise BadInput(
+            str(soul_path),
+            "E500",
+            f"no such SOUL file, and no pending GENEs for it ({pending.name}); check the path "
+            "(the task's [agent] soul, from the task file's folder)",
+        )
     with bad_input():
         waiting = read_pending(soul_path)
         names = {o.correction.gene for o in waiting}

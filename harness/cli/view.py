@@ -34,7 +34,8 @@ def view(run_ref: str, store_path: Path, out_path: Path | None, port: int | None
     run_id, page = page_of(run_ref, store_path)
     body = page.encode("utf-8")
     if port is None:
-        click.echo(str(write_page(page, out_path or Path(f"ilh-{run_id}.html"))))
+        target = out_path or Path(f"ilh-{run_id}.html")
+        click.echo(str(write_page(page, target, typed=out_path is not None)))
         return
 
     class Page(http.server.BaseHTTPRequestHandler):

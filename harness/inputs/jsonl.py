@@ -11,6 +11,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from harness.inputs.errors import InputError, parse_json, read_utf8
+from harness.inputs.keys import UNKNOWN, first_error, meant, table_keys
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -30,10 +31,15 @@ def line_model(model: type[M], line: str, path: Path, number: int) -> M:
     try:
         return model.model_validate(raw)
     except ValidationError as err:
-        first = err.errors()[0]
+        first = first_error(err.errors())
         code = "E301" if first["type"].endswith("_type") else "E303"
         where = ".".join(str(p) for p in first["loc"])
         message = f"{where}: {first['msg']}"
+        if first["type"] == UNKNOWN:
+            keys = table_keys(model, first["loc"]) or []
+            close = meant(str(first["loc"][-1]), keys)
+            instead = f"did you mean {close!r}?" if close else f"takes {', '.join(keys)}"
+            message = f"{where}: unknown key; {instead}"
         if first["type"] in ("model_type", "dict_type"):
             # pydantic's words ("a valid dictionary or instance of ScriptedTurn") name a
             # Python type and a class of the harness; the file is JSON.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import tomllib
@@ -22,6 +23,7 @@ from pydantic import (
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
 from harness.inputs.durations import parse_duration
 from harness.inputs.errors import BOM, BOM_MESSAGE, TOO_DEEP, InputError, read_utf8
+from harness.inputs.keys import UNKNOWN, first_error, meant, table_keys
 from harness.inputs.sizes import parse_size
 
 _TOML_POSITION = re.compile(r"\(at line (\d+), column (\d+)\)")
@@ -34,13 +36,19 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
 
+#: The patterns of names in a task file (`_PATTERN_WORDS` says each in words).
+_TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+_CRITERION_ID = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+_CHECKS_NAME = r"^[A-Za-z0-9_.][A-Za-z0-9_.\-/]*$"
+_MODEL_URI = r"^(anthropic|openai|local|scripted|replay):.+$"
+
 # `json_schema_input_type` (in `Seconds`, `Bytes`): the JSON Schema (`ilh schema task`)
 # accepts what people write ("90s", "2GiB"), not only the number the validator makes of it.
 SingleLine = Annotated[str, Field(min_length=1, pattern=r"^[^\r\n\x00-\x08\x0b-\x1f]*$")]
 
 
 class TaskSection(Strict):
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+    id: str = Field(pattern=_TASK_ID)
     objective: str = Field(min_length=1)
     accept: str | None = None
     done_when: str | None = None
@@ -236,7 +244,7 @@ class Criterion(Strict):
     module, file or test name), which the harness runs itself and judges by the
     runner's report; none: model-judged."""
 
-    id: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    id: str = Field(pattern=_CRITERION_ID)
     weight: float = Field(ge=0, le=1, strict=True)
     check: SingleLine
     run: str | None = Field(default=None, min_length=1)
@@ -289,7 +297,7 @@ class RubricSection(Strict):
     criteria: list[Criterion] = Field(min_length=1)
     #: Hidden checks: a folder beside task.toml, never copied into the workspace, seen
     #: only by the checks that name `$ILH_CHECKS`, read-only, in the grader's sandbox.
-    checks: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.][A-Za-z0-9_.\-/]*$")
+    checks: str | None = Field(default=None, pattern=_CHECKS_NAME)
 
     @field_validator("checks")
     @classmethod
@@ -330,9 +338,7 @@ class InitialSection(Strict):
 
 
 class AgentSection(Strict):
-    model: str | None = Field(
-        default=None, pattern=r"^(anthropic|openai|local|scripted|replay):.+$"
-    )
+    model: str | None = Field(default=None, pattern=_MODEL_URI)
     #: The agent's SOUL file (SPEC-v5.0 Part IV): its GENEs, carried from run to run.
     #: Relative to the task folder; never inside the workspace template (see `soul_path`).
     soul: SingleLine | None = None
@@ -409,33 +415,36 @@ class Task(BaseModel):
         name = self.spec.task.workspace
         if name is None:
             return None
-        path = self._inside_task_folder(name, "workspace folder")
-        if not path.is_dir():
-            raise InputError(
-                self.source or self.folder, "E500", f"workspace folder {name!r} not found"
-            )
-        return path
+        return self._folder_inside(name, "workspace folder", ("task", "workspace"))
 
-    def _inside_task_folder(self, name: str, what: str) -> Path:
+    def _folder_inside(self, name: str, what: str, key: tuple[str, str]) -> Path:
         """`name` resolved against the task folder, which it may not leave: a template of
         `../../../etc` would copy the host's files (as the harness reads them) into the
-        agent's workspace."""
+        agent's workspace. It must be a folder there. Each refusal is at `key`'s line."""
         folder = self.folder.resolve()
         path = (folder / name).resolve()
+        where = self.source or self.folder
+        line = locate(self.text or "", key)
         if path != folder and folder not in path.parents:
             raise InputError(
-                self.source or self.folder,
+                where,
                 "E303",
                 f"{what} {name!r} is outside the task folder {str(folder)!r}; it must be "
                 "a folder beside task.toml",
+                line,
             )
         if path == folder:
             raise InputError(
-                self.source or self.folder,
+                where,
                 "E303",
                 f"{what} {name!r} is the task folder itself (task.toml and its hidden checks "
                 "would be copied); name a folder inside it",
+                line,
             )
+        if not path.is_dir():
+            # "not found" sent the person looking for a folder that was there as a file.
+            found = "is a file, not a folder" if path.exists() else f"not found (looked for {path})"
+            raise InputError(where, "E500", f"{what} {name!r} {found}", line)
         return path
 
     def checks_folder(self) -> Path | None:
@@ -445,9 +454,7 @@ class Task(BaseModel):
         if rubric is None or rubric.checks is None:
             return None
         where = self.source or self.folder
-        path = self._inside_task_folder(rubric.checks, "checks folder")
-        if not path.is_dir():
-            raise InputError(where, "E500", f"checks folder {rubric.checks!r} not found")
+        path = self._folder_inside(rubric.checks, "checks folder", ("rubric", "checks"))
         template = self.workspace_template()
         if template is not None and (
             path == template or template in path.parents or path in template.parents
@@ -457,6 +464,7 @@ class Task(BaseModel):
                 "E303",
                 f"checks folder {rubric.checks!r} overlaps the workspace template: hidden "
                 "checks must never be copied into the agent's workspace",
+                locate(self.text or "", ("rubric", "checks")),
             )
         return path
 
@@ -492,6 +500,22 @@ class Task(BaseModel):
     def resolve(self, relative: str) -> Path:
         return (self.folder / relative).resolve()
 
+    def file_beside(self, name: str, key: tuple[str, str], what: str) -> Path:
+        """The file `key` names, beside the task file (DESIGN §5: a task's paths are
+        relative to its folder). Absent: bad input at `key`'s line that says where it was
+        looked for; the read error alone named an absolute path the person never wrote,
+        and no place in the task file."""
+        path = self.resolve(name)
+        if Path(name).is_absolute() or os.path.lexists(path):
+            return path  # an absolute path keeps the read error: it names what was typed
+        raise InputError(
+            self.source or self.folder,
+            "E500",
+            f"{'.'.join(key)}: no {what} {name!r} beside the task file (looked for {path}); "
+            "paths in a task file are relative to its folder",
+            locate(self.text or "", key),
+        )
+
 
 def toml_error(path: Path, err: tomllib.TOMLDecodeError) -> InputError:
     position = _TOML_POSITION.search(str(err))
@@ -522,17 +546,51 @@ def locate(text: str, loc: tuple[str | int, ...]) -> int:
 
 
 def validation_error(path: Path, text: str, err: ValidationError) -> InputError:
-    first = err.errors()[0]
+    first = first_error(err.errors())
     loc = tuple(first["loc"])
     dotted = ".".join(str(p) for p in loc) or "(top level)"
     kind = first["type"]
     code = "E301" if kind.endswith(("_type", "_parsing")) else "E303"
     message = first["msg"].removeprefix("Value error, ")
-    if kind == "extra_forbidden":
-        message = "unknown key (task files reject keys DESIGN §5 does not define)"
+    if kind == "string_pattern_mismatch":
+        pattern = str((first.get("ctx") or {}).get("pattern", ""))
+        message = _PATTERN_WORDS.get(pattern, message)
+    if kind == UNKNOWN:
+        message = f"unknown key; {_instead(loc)} (task files reject keys DESIGN §5 does not define)"
     elif kind == "missing":
         message = "required key missing"
     return InputError(path, code, f"{dotted}: {message}", locate(text, loc))
+
+
+#: What each pattern of the task file's schema asks for, in words: pydantic's message
+#: quoted the regular expression ("String should match pattern '^[A-Za-z0-9]…'").
+_PATTERN_WORDS = {
+    _TASK_ID: (
+        "a task id is 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or "
+        "a digit (no spaces)"
+    ),
+    _CRITERION_ID: (
+        "a criterion id is 1 to 64 letters, digits or '_', not starting with a digit (no "
+        "spaces, no '-')"
+    ),
+    _MODEL_URI: (
+        "a model URI is SCHEME:NAME, SCHEME one of anthropic, openai, local, scripted, "
+        "replay (e.g. scripted:agent.jsonl)"
+    ),
+    _CHECKS_NAME: ("a checks folder is a relative path of letters, digits, '_', '.', '-' and '/'"),
+}
+
+
+def _instead(loc: tuple[str | int, ...]) -> str:
+    """What to write instead of the unknown key at the end of `loc`."""
+    keys = table_keys(TaskFile, loc) or []
+    close = meant(str(loc[-1]), keys)
+    if close is not None:
+        return f"did you mean {close!r}?"
+    table = ".".join(str(part) for part in loc[:-1] if isinstance(part, str))
+    if not table:
+        return f"a task file takes {', '.join(f'[{k}]' for k in keys)}"
+    return f"[{table}] takes {', '.join(keys)}"
 
 
 def parse_toml(text: str, path: Path) -> dict[str, Any]:

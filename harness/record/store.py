@@ -338,12 +338,12 @@ class RunStore:
     def resolve_run_id(self, run_ref: str) -> str:
         """The full id of the one run whose id is `run_ref` or starts with it."""
         with self._read() as conn:
-            return _resolve(conn, run_ref)
+            return _resolve(conn, run_ref, self.path)
 
     def events(self, run_id: str, kind: EventKind | str | None = None) -> list[Event]:
         """All events of a run in seq order, optionally only those of one kind."""
         with self._read() as conn:
-            full_id = _resolve(conn, run_id)
+            full_id = _resolve(conn, run_id, self.path)
             if kind is None:
                 rows = conn.execute(
                     f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ? ORDER BY seq",
@@ -360,7 +360,7 @@ class RunStore:
     def last_event(self, run_id: str, kind: EventKind | str | None = None) -> Event | None:
         """The most recent event of a run (of `kind`, if given); what `--resume` starts from."""
         with self._read() as conn:
-            full_id = _resolve(conn, run_id)
+            full_id = _resolve(conn, run_id, self.path)
             if kind is None:
                 row = conn.execute(
                     f"SELECT {EVENT_COLUMNS} FROM events WHERE run_id = ?"
@@ -385,7 +385,7 @@ class RunStore:
     def get_run(self, run_ref: str) -> RunSummary:
         """The summary of one run, by full id or unique id prefix."""
         with self._read() as conn:
-            full_id = _resolve(conn, run_ref)
+            full_id = _resolve(conn, run_ref, self.path)
             row = conn.execute(SUMMARY_SELECT + " WHERE r.run_id = ?", (full_id,)).fetchone()
         return self._summary(row)
 
@@ -420,7 +420,7 @@ class RunStore:
         """
         key = self._checking_key()
         with self._read() as conn:
-            full_id = _resolve(conn, run_id)
+            full_id = _resolve(conn, run_id, self.path)
             head = HeadRow.of(
                 conn.execute(
                     f"SELECT {HEAD_COLUMNS} FROM runs WHERE run_id = ?", (full_id,)
@@ -587,7 +587,9 @@ def _append_locked(
     return events
 
 
-def _resolve(conn: sqlite3.Connection, run_ref: str) -> str:
+def _resolve(conn: sqlite3.Connection, run_ref: str, store: Path) -> str:
+    """`store`: the store's path, for the message when no run matches (a run id typed in
+    a folder whose default store is not the one that recorded it)."""
     ref = run_ref.strip()
     if not ref:
         raise UnknownRun("no run id given")
@@ -602,7 +604,11 @@ def _resolve(conn: sqlite3.Connection, run_ref: str) -> str:
         )
     ]
     if not matches:
-        raise UnknownRun(f"unknown run {ref!r} (`ilh runs list` shows the stored runs)")
+        listing = "ilh runs list" + ("" if store == DEFAULT_STORE_PATH else f" --store {store}")
+        raise UnknownRun(
+            f"unknown run {ref!r} in the store {store} (`{listing}` shows its runs; one "
+            "recorded in another store needs --store PATH)"
+        )
     if len(matches) > 1:
         shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
         raise AmbiguousRun(f"run prefix {ref!r} matches several runs: {shown}")

@@ -21,7 +21,14 @@ from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Progress, no_progress
-from harness.run.setup import check_handoff, client_for, close_client, model_uri, run_task
+from harness.run.setup import (
+    check_handoff,
+    client_for,
+    close_client,
+    model_uri,
+    refuse_unused_base_url,
+    run_task,
+)
 from harness.workspace.sandbox import NO_OVERRIDES, SandboxOverrides
 
 T = TypeVar("T")
@@ -74,6 +81,7 @@ async def run_tasks(
             problems.append(bad)
     if problems:
         raise problems[0] if len(problems) == 1 else InputErrors(problems)
+    refuse_unused_base_url([model_uri(task, model) for task in tasks], grader_model, options)
     clients = []
     try:
         for task in tasks:

@@ -29,6 +29,7 @@ from harness.record.events import Event, EventKind
 from harness.record.results import ProposalRow, RunResult, ViolationRow
 from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, RunState, no_progress
+from harness.run.owner import owning
 from harness.run.recorded import (
     ENDPOINT_NOTE,
     chosen_endpoint,
@@ -238,7 +239,30 @@ async def resume_run(
 ) -> RunResult:
     """`model`, `options.base_url` and `grader_model` change the recorded endpoint only
     when given (each change is a note); otherwise the run goes on against the model,
-    server and grader it was started with."""
+    server and grader it was started with. Refused while another process carries the
+    run on (`harness.run.owner`): its record is read only once this one holds it."""
+    with owning(store, store.resolve_run_id(run_ref), run_ref):
+        return await _resume_held(
+            store,
+            run_ref,
+            model=model,
+            progress=progress,
+            options=options,
+            grader_model=grader_model,
+            sandbox=sandbox,
+        )
+
+
+async def _resume_held(
+    store: RunStore,
+    run_ref: str,
+    *,
+    model: str | None,
+    progress: Progress,
+    options: ClientOptions,
+    grader_model: str | None,
+    sandbox: SandboxOverrides,
+) -> RunResult:
     run_id, events = verified_events(store, run_ref, "not resumed")
     started = events[0].payload
     meta = started.get("meta", {})

@@ -14,7 +14,7 @@ from harness.certify.check import bind_handoff
 from harness.enforce.lifecycle import Lifecycle
 from harness.grading.tree import GradingSources, snapshot_folder
 from harness.inputs.errors import InputError
-from harness.inputs.task_file import Task
+from harness.inputs.task_file import Task, locate
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.models.interface import ModelClient
 from harness.models.scripted import ScriptedClient, ScriptedTurn
@@ -22,6 +22,7 @@ from harness.record.events import EventKind
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, no_progress
+from harness.run.owner import owning
 from harness.run.recorded import start_inputs
 from harness.soul.file import load_soul
 from harness.soul.session import SoulSession
@@ -99,15 +100,32 @@ def client_for(
     for the providers, and --record, which wraps whatever client this is in a recorder.
     `flag`: where the URI came from, for the error message. `script`: a scripted
     agent's turns as the run record kept them (resume), instead of its file."""
-    return client_from_uri(
-        uri,
-        (lambda rest: replay_path(rest, task)) if on_command_line else task.resolve,
-        start=start,
-        options=options,
-        flag=flag,
-        replay=lambda rest: replay_path(rest, task),
-        script=script,
-    )
+
+    def typed(rest: str) -> Path:
+        return typed_path(rest, task, flag, uri)
+
+    try:
+        return client_from_uri(
+            uri,
+            typed if on_command_line else lambda rest: task_path(rest, task),
+            start=start,
+            options=options,
+            flag=flag,
+            replay=typed,
+            script=script,
+        )
+    except InputError as err:
+        agent = task.spec.agent
+        if on_command_line or err.path != flag or agent is None or agent.model != uri:
+            raise
+        # The URI is the task file's `[agent] model`: "--model" sent the person looking
+        # for a flag they never typed (an unknown local model, a missing API key).
+        raise InputError(
+            task.source or task.folder,
+            err.code,
+            f"agent.model: {err.message}",
+            locate(task.text or "", ("agent", "model")),
+        ) from None
 
 
 def client_from_uri(
@@ -159,6 +177,30 @@ def client_from_uri(
     return client
 
 
+#: The schemes `--base-url` points at a server (DESIGN §5).
+PROVIDERS = ("openai", "anthropic")
+
+
+def refuse_unused_base_url(
+    uris: Sequence[str], grader_model: str | None, options: ClientOptions
+) -> None:
+    """`--base-url` with no openai:/anthropic: model to use it (the agents' `uris`, the
+    grader's): bad usage. It was silently ignored, and the person believed the run went
+    to their server."""
+    if not options.base_url:
+        return
+    named = [*uris, *([grader_model] if grader_model else [])]
+    if any(uri.partition(":")[0] in PROVIDERS for uri in named):
+        return
+    raise InputError(
+        "--base-url",
+        "E303",
+        "--base-url points openai: and anthropic: models at a server, and no such model "
+        f"runs here ({', '.join(dict.fromkeys(named))}): drop it, or name one (--model "
+        "openai:MODEL, --grader-model …)",
+    )
+
+
 def effective_base_url(uri: str, options: ClientOptions) -> str | None:
     """The server a provider model is reached at: --base-url, else the provider's
     environment variable (what the SDK would use), else None (the provider's own). The
@@ -184,6 +226,30 @@ def replay_path(rest: str, task: Task) -> Path:
     if given.is_absolute() or given.exists():
         return given
     return task.resolve(rest)
+
+
+def typed_path(rest: str, task: Task, flag: str, uri: str) -> Path:
+    """`replay_path`, and when the file is in neither place, bad input that says where it
+    was looked for and how to name it. The read error alone named only the path beside
+    the task file: someone who typed `--grader-model scripted:grader.jsonl` in another
+    folder was shown a path they never wrote, and not told that the current folder was
+    tried first."""
+    path = replay_path(rest, task)
+    if Path(rest).is_absolute() or os.path.lexists(path):
+        return path  # absent absolute paths keep the read error: it names what was typed
+    raise InputError(
+        flag,
+        "E500",
+        f"{uri}: no file {rest!r} in the current folder ({Path.cwd()}) nor in the task "
+        f"file's folder ({task.folder}); name it from the current folder, or by an "
+        "absolute path",
+    )
+
+
+def task_path(rest: str, task: Task) -> Path:
+    """A file a task file's model URI names: beside the task file (bad input at
+    `agent.model`'s line when it is not there)."""
+    return task.file_beside(rest, ("agent", "model"), "file")
 
 
 async def close_client(client: ModelClient) -> None:
@@ -276,7 +342,8 @@ async def run_task(
     # A client handed in (tests, the Python API) names its own model.
     given = model or (client.name if client is not None and _no_agent_model(task) else None)
     uri = model_uri(task, given)
-    if client is None:
+    if client is None:  # a batch checked its models together, and made the clients
+        refuse_unused_base_url([uri], grader_model, options)
         client = client_for(uri, task, options=options, on_command_line=model is not None)
     if grader_client is None:
         grader_client = grader_client_for(grader_model, task, options)
@@ -284,6 +351,7 @@ async def run_task(
     ledger = BudgetLedger(budgets_of(task))
     policy = sandbox_policy(task, sandbox)
     task.checks_folder()  # a missing or misplaced hidden checks folder: bad input, before any run
+    task.workspace_template()  # likewise the template: nothing made for a task refused
     inputs = start_inputs(task, client)
     run_id = store.create_run(
         task.id,
@@ -301,36 +369,39 @@ async def run_task(
         inputs=inputs,
         wait=False,
     )
-    # Off the event loop: two folders made (a system call each, a third of a
-    # millisecond on a journaled disk) and the template and checks copied, while the
-    # other tasks of a batch go on.
-    workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
-    # Not waited for: the orchestrator's first commit follows it (one writer, in order),
-    # and a failure here fails that one too. A task that starts `created` has no history
-    # yet: nothing to hand the writer (an empty write would still read and check the head).
-    started = [
-        store.stage(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
-        for entry in lifecycle.history
-    ]
-    if started:
-        store.commit_later(run_id, started)
-    orchestrator = Orchestrator(
-        task=task,
-        client=client,
-        store=store,
-        run_id=run_id,
-        ledger=ledger,
-        lifecycle=lifecycle,
-        workspace=workspace,
-        progress=progress,
-        grader_client=grader_client,
-        sandbox=policy,
-        grading=grading,
-        soul=None
-        if soul_path is None or soul is None
-        else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
-    )
-    return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
+    # Held from the first moment: a `--resume` of this run from another process while
+    # it goes on would run a second agent in its workspace (`harness.run.owner`).
+    with owning(store, run_id):
+        # Off the event loop: two folders made (a system call each, a third of a
+        # millisecond on a journaled disk) and the template and checks copied, while the
+        # other tasks of a batch go on.
+        workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
+        # Not waited for: the orchestrator's first commit follows it (one writer, in order),
+        # and a failure here fails that one too. A task that starts `created` has no history
+        # yet: nothing to hand the writer (an empty write would still read and check the head).
+        started = [
+            store.stage(EventKind.STATE_CHANGE, entry.model_dump(mode="json"))
+            for entry in lifecycle.history
+        ]
+        if started:
+            store.commit_later(run_id, started)
+        orchestrator = Orchestrator(
+            task=task,
+            client=client,
+            store=store,
+            run_id=run_id,
+            ledger=ledger,
+            lifecycle=lifecycle,
+            workspace=workspace,
+            progress=progress,
+            grader_client=grader_client,
+            sandbox=policy,
+            grading=grading,
+            soul=None
+            if soul_path is None or soul is None
+            else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
+        )
+        return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
 
 
 def soul_of_task(task: Task, store: RunStore) -> Path | None:
@@ -358,9 +429,11 @@ def check_handoff(task: Task) -> None:
     if section is None:
         return
     bind_handoff(
-        task.resolve(section.certificate),
+        task.file_beside(section.certificate, ("handoff", "certificate"), "certificate"),
         objective=task.spec.task.objective,
-        file=None if section.file is None else task.resolve(section.file),
+        file=None
+        if section.file is None
+        else task.file_beside(section.file, ("handoff", "file"), "file"),
         where=str(task.source or task.folder),
     )
 

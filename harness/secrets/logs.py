@@ -170,11 +170,29 @@ class _ConfigureOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+#: The levels `ILH_LOG` takes, as the note about a wrong one lists them.
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def log_level(value: str | None) -> tuple[int, str | None]:
+    """The level `ILH_LOG=value` asks for, and a note when it names none (warning is
+    used then): `ILH_LOG=verbose` was taken silently, and the person who asked for more
+    saw nothing and was not told why."""
+    name = (value or "").strip()
+    if not name:
+        return logging.WARNING, None
+    level = logging.getLevelNamesMapping().get(name.upper())
+    if level is not None:
+        return level, None
+    return logging.WARNING, (
+        f"note: ILH_LOG={value!r} is not a log level ({', '.join(LOG_LEVELS)}): warning is used"
+    )
+
+
 def _configure() -> None:
     import structlog
 
-    name = os.environ.get("ILH_LOG", "warning").upper()
-    level = logging.getLevelNamesMapping().get(name, logging.WARNING)
+    level, _ = log_level(os.environ.get("ILH_LOG"))
     structlog.configure(
         processors=_redacting(structlog.get_config()["processors"]),  # structlog's defaults
         wrapper_class=structlog.make_filtering_bound_logger(level),

@@ -54,13 +54,33 @@ class SandboxUser(NamedTuple):
             os.setresuid(self.uid, self.uid, self.uid)
 
 
+def _chosen_uid(raw: str) -> int | None:
+    """The user id `ILH_SANDBOX_UID` names, or None: root (0) and the kernel's "no id"
+    (2^32 - 1) are never taken."""
+    raw = raw.strip()
+    return int(raw) if raw.isdigit() and 0 < int(raw) < 2**32 - 1 else None
+
+
 def sandbox_user() -> SandboxUser:
     """The harness's own user, or, for a root harness, the unprivileged sandbox user."""
     if os.geteuid() != 0:
         return SandboxUser(os.geteuid(), os.getegid(), False)
-    raw = os.environ.get(UID_VARIABLE, "").strip()
-    uid = int(raw) if raw.isdigit() and 0 < int(raw) < 2**32 - 1 else _NOBODY
+    uid = _chosen_uid(os.environ.get(UID_VARIABLE, ""))
+    uid = _NOBODY if uid is None else uid
     return SandboxUser(uid, uid, True)
+
+
+def sandbox_uid_note() -> str | None:
+    """A note when a root harness is given an `ILH_SANDBOX_UID` it does not take: it fails
+    closed to nobody, as before, but had said nothing, and the person who set it was left
+    wondering why commands could not write what their user owns."""
+    raw = os.environ.get(UID_VARIABLE)
+    if os.geteuid() != 0 or raw is None or not raw.strip() or _chosen_uid(raw) is not None:
+        return None
+    return (
+        f"note: {UID_VARIABLE}={raw!r} is not a user id the sandbox takes (1 to "
+        f"{2**32 - 2}, never root): commands run as nobody ({_NOBODY})"
+    )
 
 
 def hand_over(top: Path, user: SandboxUser) -> int:

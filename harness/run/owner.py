@@ -1,0 +1,72 @@
+"""One process carries a run on at a time.
+
+`ilh run --resume RUN` typed while the run was still going in another terminal, or two
+resumes at once, ran a second agent in the same workspace, and the record got two
+endings one after the other (a store takes appends from any process in order: it
+cannot know two of them continue the same history). The process that runs or resumes a
+run holds an exclusive `flock` on `runs/RUN/owner.lock` (beside its workspace) until the
+run ends; another is refused as bad input, naming the holder.
+
+The kernel releases the lock however the holder ends (Ctrl-C, SIGKILL, out of memory),
+so a resume after a kill is never refused. The descriptor is close-on-exec: a command the
+agent runs (its sandbox is a new program) never inherits it, so nothing left behind by a
+killed harness can keep the run locked.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.inputs.errors import InputError
+from harness.record.store import RunStore
+
+LOCK_NAME = "owner.lock"
+
+
+def run_folder(store: RunStore, run_id: str) -> Path:
+    return store.path.parent / "runs" / run_id
+
+
+@contextmanager
+def owning(store: RunStore, run_id: str, run_ref: str | None = None) -> Iterator[None]:
+    """Hold run `run_id` for this process while the block runs; `InputError` (E500, at
+    `run_ref` as the person typed it) when another process holds it."""
+    where = run_ref or run_id
+    folder = run_folder(store, run_id)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(
+            folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
+    except OSError as err:
+        raise InputError(
+            where, "E500", f"cannot lock run {run_id} for this process: {err.strerror or err}"
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise InputError(
+                    where, "E500", f"cannot lock run {run_id}: {err.strerror or err}"
+                ) from None
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            named = f" (pid {holder})" if holder.isdigit() else ""
+            raise InputError(
+                where,
+                "E500",
+                f"run {run_id} is being run by another ilh process{named}: one process "
+                "carries a run on at a time; wait for it to end, or stop it (Ctrl-C) and "
+                "resume the run then",
+            ) from None
+        # Who holds it, for the message above (read only while the lock is held).
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
