@@ -196,6 +196,16 @@ def _configure() -> None:
     structlog.configure(
         processors=_redacting(structlog.get_config()["processors"]),  # structlog's defaults
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # The stream is looked up at each logger's making (each log call: nothing is
+        # cached), not once here: a caller that swaps sys.stderr later (a library user's
+        # redirect, a test's capture) had lines written to the closed stream it replaced,
+        # and the log call raised "I/O operation on closed file".
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
+
+
+def _stderr_logger(*_args: object) -> Any:
+    import structlog
+
+    return structlog.PrintLogger(file=sys.stderr)
