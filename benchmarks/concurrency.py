@@ -47,7 +47,10 @@ from typing import Any
 import httpx2
 import openai
 
-from benchmarks import callgrind
+try:
+    from benchmarks import callgrind
+except ModuleNotFoundError:  # run as a script: its own folder is on the path, not the repository
+    import callgrind  # type: ignore[no-redef]
 from harness.inputs.task_file import Task, load_task
 from harness.models.clients.openai_client import OpenAIClient
 from harness.record.results import RunResult

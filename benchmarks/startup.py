@@ -26,7 +26,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks import callgrind
+try:
+    from benchmarks import callgrind
+except ModuleNotFoundError:  # run as a script: its own folder is on the path, not the repository
+    import callgrind  # type: ignore[no-redef]
 from harness.record.store import RunStore
 
 ILH = [sys.executable, "-m", "harness"]
