@@ -46,9 +46,11 @@ def test_a_lock_held_elsewhere_is_still_refused(tmp_path: Path) -> None:
 
     store = RunStore(tmp_path / "runs.db")
     try:
-        with owning(store, "r1"):
-            with pytest.raises(InputError, match="another ilh process"):
-                with owning(store, "r1"):
-                    pass
+        with (
+            owning(store, "r1"),
+            pytest.raises(InputError, match="another ilh process"),
+            owning(store, "r1"),
+        ):
+            pass
     finally:
         store.close()

@@ -47,7 +47,9 @@ LAYOUTS: dict[str, tuple[str, dict[str, str], dict[str, str]]] = {
 
 def _task(folder: Path, name: str, writes: dict[str, str]) -> Path:
     command, files, _ = LAYOUTS[name]
-    calls = [{"name": "write_file", "arguments": {"path": p, "content": c}} for p, c in writes.items()]
+    calls = [
+        {"name": "write_file", "arguments": {"path": p, "content": c}} for p, c in writes.items()
+    ]
     turn: dict[str, Any] = {"text": "Writing calc.", "tool_calls": calls, "usage": USAGE}
     criterion = "run = " + json.dumps(command)
     return write_task(folder, {"calc.py": STUB, **files}, criterion, [turn, claim()])

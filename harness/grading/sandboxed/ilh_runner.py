@@ -613,4 +613,3 @@ def main(argv: list[str]) -> None:
         flush_err()
     finally:
         exit_now(0 if status == 0 else 1)
-
