@@ -369,9 +369,19 @@ def issued_blocks(text: str) -> dict[str, frozenset[str]]:
             i += 1
             continue
         end = next((k for k in range(i + 1, len(lines)) if lines[k] == delimiter), len(lines))
-        found[delimiter] = frozenset(lines[i + 2 : end])
+        found[delimiter] = frozenset(_echo_line(line) for line in lines[i + 2 : end])
         i = end + 1
     return found
+
+
+def _echo_line(line: str) -> str:
+    """A payload line as an echo is compared: without its trailing blanks and "\r". Why:
+    a reply's line never ends in "\r" (`_split_lines`) and an agent's reply drops
+    trailing blanks, so a file with Windows line ends (or trailing blanks) quoted whole
+    was the agent's own writing: its `::BUDGET` line audited, its `::STATUS` line the
+    agent's claim (review 8). Trailing blanks carry nothing; leading ones may continue
+    a declaration and still count."""
+    return line.rstrip(" \t\r")
 
 
 def _true_echo(lines: list[str], header: int, end: int, issued: Issued | None) -> bool:
@@ -389,7 +399,8 @@ def _true_echo(lines: list[str], header: int, end: int, issued: Issued | None) -
         return False
     markers = {delimiter, f"<<<{delimiter}"}
     return all(
-        line in payload or line in markers or not line.strip() for line in lines[header + 1 : end]
+        _echo_line(line) in payload or line in markers or not line.strip()
+        for line in lines[header + 1 : end]
     )
 
 

@@ -139,7 +139,12 @@ class CheckRunner:
             else runner_paths(call.args)
         )
         try:
-            changes = build_tree(self.workspace, self.sources.template, tree, named, checks)
+            # A `python -c` check's text imports the task's data modules as a script does.
+            script_c = call is not None and call.kind == "script" and call.args[:1] == ("-c",)
+            codes = (call.args[1],) if call is not None and script_c else ()
+            changes = build_tree(
+                self.workspace, self.sources.template, tree, named, checks, codes=codes
+            )
         except TreeError as exc:
             raise OSError(str(exc)) from exc
         self.changes.append(changes)

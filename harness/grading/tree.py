@@ -798,7 +798,12 @@ def task_test_folders(template_files: Iterable[str], named_dirs: Iterable[str] =
     return {d for d in found if d not in ("", ".")}
 
 
-def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
+def data_modules(
+    template: Path,
+    template_files: Iterable[str],
+    scripts: Iterable[str] = (),
+    codes: Iterable[str] = (),
+) -> set[str]:
     """The template's modules that hold only data (a docstring and assignments of
     literal values: `CASES = [(1, 2, 3)]`) and that a test file of the template imports
     from the root (`from expected import CASES`, `expected/__init__.py` too, and
@@ -813,33 +818,41 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
     module and could put a forged one in `sys.modules`, so it is the task's as well. A
     module with any code (a `def`, a `class`, an import, a call of anything but a pure
     builtin) is the agent's work, graded as written; a data module a task asks the agent
-    to fill in is graded as the template had it (closed, not open)."""
+    to fill in is graded as the template had it (closed, not open).
+
+    `scripts` (the task's check scripts a free `run` names: `checks/verify.py`) and
+    `codes` (a `python -c` check's text) import as a test does, a script from its own
+    folder too (where `python` finds its siblings). Why: a check script's
+    `checks/expected.py` or root `helper.py` holding the cases was graded as the agent
+    rewrote it (the cases emptied, `add` left wrong) and the check passed (review 8)."""
     files = set(template_files)
-    imported: set[str] = set()
+    wanted = {s for s in scripts if s.endswith(".py") and s in files}
+    #: (the module a source imports, the folder it is found from: "" for the root)
+    imported: set[tuple[str, str]] = set()
     for rel in sorted(files):
-        if not (rel.endswith(".py") and is_test_file(rel)):
+        if not (rel.endswith(".py") and (is_test_file(rel) or rel in wanted)):
             continue
         try:
             if (template / rel).stat().st_size > _MAX_TEST_SOURCE:
                 continue
-            tree = ast.parse((template / rel).read_bytes())
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            source = (template / rel).read_bytes()
+        except OSError:
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                imported.update(a.name for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                imported.add(node.module)
-                # `from data import expected`: the name may be a submodule.
-                imported.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+        folders = {""}
+        if rel in wanted and PurePosixPath(rel).parent.as_posix() != ".":
+            folders.add(PurePosixPath(rel).parent.as_posix() + "/")
         # `importlib.import_module("exp" + "ected")`, `__import__(name)`: an import by a
         # name the test computes from its literals is an import all the same.
-        imported |= scan(template / rel).imports
+        names = _imports_of(source) | scan(template / rel).imports
+        imported |= {(n, f) for n in names for f in folders}
+    for code in codes:
+        if len(code) <= _MAX_TEST_SOURCE:
+            imported |= {(n, "") for n in _imports_of(code.encode("utf-8", "replace"))}
     found: set[str] = set()
-    for dotted in imported:
+    for dotted, folder in imported:
         parts = dotted.split(".")
         for depth in range(len(parts), 0, -1):
-            base = "/".join(parts[:depth])
+            base = folder + "/".join(parts[:depth])
             data = [
                 f
                 for f in (f"{base}.py", f"{base}/__init__.py")
@@ -850,11 +863,29 @@ def data_modules(template: Path, template_files: Iterable[str]) -> set[str]:
             found.update(data)
             # The packages it lies in, when they hold nothing but data (or nothing).
             for up in range(1, depth):
-                init = "/".join(parts[:up]) + "/__init__.py"
+                init = folder + "/".join(parts[:up]) + "/__init__.py"
                 if init in files and _only_data(template / init, empty_ok=True):
                     found.add(init)
             break
     return found
+
+
+def _imports_of(source: bytes) -> set[str]:
+    """The modules a Python source imports by name (`import a.b`, `from a import b`: `a`
+    and `a.b`, the name may be a submodule); none when it does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    imported: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.add(node.module)
+            # `from data import expected`: the name may be a submodule.
+            imported.update(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+    return imported
 
 
 #: Names of a module that supports tests (`testutil.py`, `helpers.py`): with an assertion
@@ -1006,17 +1037,21 @@ def build_tree(
     dest: Path,
     named: Iterable[str] = (),
     hidden: Path | None = None,
+    codes: Iterable[str] = (),
 ) -> TreeChanges:
     """Build the grading tree of one check at `dest` (which must not exist); see the
     module docstring for the rule. `named`: the workspace-relative files and folders the
     check names (`check_scripts`, `runner_paths`), restored from the template; `hidden`:
     the hidden checks folder of a hidden check (the test data its tests name is
-    restored too)."""
+    restored too); `codes`: the Python text of a `python -c` check (its imports are
+    followed as a check script's, `data_modules`)."""
     try:
         skipped = _copy_workspace(workspace, dest)
         if template is None:
             return TreeChanges(skipped=tuple(skipped))
-        return _apply_template(template.resolve(strict=True), dest, set(named), skipped, hidden)
+        return _apply_template(
+            template.resolve(strict=True), dest, set(named), skipped, hidden, tuple(codes)
+        )
     except TreeError:
         raise
     except (OSError, RuntimeError, ValueError) as exc:
@@ -1024,7 +1059,12 @@ def build_tree(
 
 
 def _apply_template(
-    template: Path, dest: Path, named: set[str], skipped: list[str], hidden: Path | None = None
+    template: Path,
+    dest: Path,
+    named: set[str],
+    skipped: list[str],
+    hidden: Path | None = None,
+    codes: tuple[str, ...] = (),
 ) -> TreeChanges:
     template_files = set(_files(template))
     template_entries = template_files | {
@@ -1032,8 +1072,8 @@ def _apply_template(
         for f in template_files
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
-    data_py = data_modules(template, template_files)
     named = named | recipe_scripts(template)
+    data_py = data_modules(template, template_files, named, codes)
     named = named | script_scripts(template, named) | data_py
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
     # The Python a check runs reads data as a test does: the check scripts it names

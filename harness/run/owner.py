@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,13 @@ from harness.inputs.errors import InputError
 from harness.record.store import RunStore
 
 LOCK_NAME = "owner.lock"
+
+#: What a file system that offers no `flock` answers (NFS without a lock manager, some
+#: FUSE and SMB mounts): the run goes on unlocked, with a note. Why not refuse: the lock
+#: guards against an honest slip (a second terminal), not an adversary (the agent never
+#: reaches the runs folder), and refusing made every run and resume of such a store
+#: impossible, for good (review 8).
+_NO_LOCKS = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS})
 
 
 def run_folder(store: RunStore, run_id: str) -> Path:
@@ -48,25 +56,42 @@ def owning(store: RunStore, run_id: str, run_ref: str | None = None) -> Iterator
             where, "E500", f"cannot lock run {run_id} for this process: {err.strerror or err}"
         ) from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise InputError(
-                    where, "E500", f"cannot lock run {run_id}: {err.strerror or err}"
-                ) from None
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-            named = f" (pid {holder})" if holder.isdigit() else ""
-            raise InputError(
-                where,
-                "E500",
-                f"run {run_id} is being run by another ilh process{named}: one process "
-                "carries a run on at a time; wait for it to end, or stop it (Ctrl-C) and "
-                "resume the run then",
-            ) from None
-        # Who holds it, for the message above (read only while the lock is held).
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
+        unlockable = _lock(fd, run_id, where)
+        if unlockable is not None:
+            print(
+                f"note: run {run_id} cannot be locked for this process (the store's folder "
+                f"takes no lock: {unlockable}); it goes on unlocked: do not run or resume "
+                "it from two terminals at once",
+                file=sys.stderr,
+            )
+        else:
+            # Who holds it, for the message below (read only while the lock is held).
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode("ascii"), 0)
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _lock(fd: int, run_id: str, where: str) -> str | None:
+    """Lock `fd` for this process; the system's words when its folder takes no lock
+    (`_NO_LOCKS`); `InputError` when another process holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        if err.errno in _NO_LOCKS:
+            return str(err.strerror or err)
+        if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise InputError(
+                where, "E500", f"cannot lock run {run_id}: {err.strerror or err}"
+            ) from None
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        named = f" (pid {holder})" if holder.isdigit() else ""
+        raise InputError(
+            where,
+            "E500",
+            f"run {run_id} is being run by another ilh process{named}: one process "
+            "carries a run on at a time; wait for it to end, or stop it (Ctrl-C) and "
+            "resume the run then",
+        ) from None
+    return None

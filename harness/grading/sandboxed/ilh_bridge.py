@@ -72,8 +72,10 @@ _SERVED_TO_SOLUTION = frozenset(
     {"call", "getattr", "iter", "next", "len", "repr", "str", "bool", "hash", "getitem",
      "format"}
 )  # fmt: skip
-#: Objects of these modules are the runners' own: never served to the solution.
-_RUNNER_MODULES = ("_pytest", "pytest", "pluggy", "unittest", "__main__", "_ilh_")
+#: Objects of these modules are the runners' own: never served to the solution. The
+#: runner runs as `_ilh_runner`, not `__main__`: `__main__` is a check script's (kind
+#: `script`), whose callbacks the solution may call as under `python check.py`.
+_RUNNER_MODULES = ("_pytest", "pytest", "pluggy", "unittest", "_ilh_")
 
 
 class BridgeError(RuntimeError):

@@ -36,6 +36,24 @@ hook or a traceback's `f_back` in the solution process sees only that process's 
 
 from __future__ import annotations
 
+if __name__ == "__main__":
+    # The runner runs as a module of its own name (`_ilh_runner`), never as `__main__`:
+    # a check script (kind `script`) is `__main__` while it runs, as under `python
+    # check.py`, or `unittest.main()` in it found the runner's module, ran no test and
+    # exited 0 for a wrong solution; pickling its functions (multiprocessing) and the
+    # solution calling back a function it defined failed an honest check (review 8).
+    # `main` ends the process (`os._exit`); this module's body below never runs here.
+    import importlib.util as _util
+    import sys as _sys
+
+    _spec = _util.spec_from_file_location("_ilh_runner", __file__)
+    if _spec is None or _spec.loader is None:
+        raise ImportError(__file__)
+    _runner = _util.module_from_spec(_spec)
+    _sys.modules["_ilh_runner"] = _runner
+    _spec.loader.exec_module(_runner)
+    _runner.main(_sys.argv[1:])
+
 import builtins
 import contextlib
 import gc
@@ -68,7 +86,7 @@ def _owners(prefixes: tuple[str, ...]) -> Iterator[tuple[str, Mapping[str, Any]]
     for name, module in sorted(sys.modules.items()):
         if module is None or not isinstance(module, types.ModuleType):
             continue
-        if not (name in ("builtins", "__main__") or name.split(".")[0] in prefixes):
+        if not (name in ("builtins", "__main__", "_ilh_runner") or name.split(".")[0] in prefixes):
             continue
         yield name, module.__dict__
         for value in list(vars(module).values()):
@@ -314,9 +332,15 @@ def run_script(args: list[str], record: Callable[[dict[str, Any]], None]) -> int
     else:
         return 2
     sys.argv = argv
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    # A real module, installed as `sys.modules["__main__"]`, as `python` makes it: what
+    # looks `__main__` up (`unittest.main()`, pickling a function for multiprocessing,
+    # `typing.get_type_hints`) finds the check, not the runner (review 8).
+    main_module = types.ModuleType("__main__")
+    namespace: dict[str, Any] = main_module.__dict__
+    namespace["__builtins__"] = builtins
     if filename != "<string>":
         namespace["__file__"] = filename
+    sys.modules["__main__"] = main_module
     status = 1
     try:
         exec(compile(code, filename, "exec"), namespace)
@@ -589,7 +613,3 @@ def main(argv: list[str]) -> None:
         flush_err()
     finally:
         exit_now(0 if status == 0 else 1)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
