@@ -43,6 +43,17 @@ CHECKS = {
         "        assert pool.map(square, [1, 2]) == [1, 4]\n"
         "    assert add(1, 2) == 3\n"
     ),
+    # The agent's module called from several threads at once: the bridge's requests
+    # interleaved on its one socket and an honest check failed at random.
+    "threads": (
+        "import threading\nfrom calc import add\n\nerrors = []\n\n\n"
+        "def work(n):\n    try:\n        for i in range(300):\n"
+        "            assert add(n, i) == n + i\n    except BaseException as exc:\n"
+        "        errors.append(exc)\n\n\n"
+        "threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]\n"
+        "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\n"
+        "assert not errors, errors[:1]\n"
+    ),
     "main module": (
         "import sys\nfrom calc import add\n\n\ndef main():\n"
         "    me = sys.modules['__main__']\n    assert me.main is main\n"

@@ -50,6 +50,7 @@ import pathlib
 import socket
 import struct
 import sys
+import threading
 import types
 from collections import namedtuple
 from collections.abc import Callable, Sequence
@@ -350,6 +351,11 @@ class Peer:
         self.broken: str | None = None
         self._next = 1
         self._named_tuples: dict[tuple[str, tuple[str, ...]], type] = {}
+        # One exchange on the socket at a time: a request's message and its reply (and
+        # the callbacks served between) belong together. Threads of a check calling the
+        # agent's module at once interleaved their frames, and an honest check failed at
+        # random. Re-entrant: a callback served inside an exchange may request again.
+        self._exchange = threading.RLock()
 
     # ------------------------------------------------------------------ wire
     def _send(self, message: object) -> None:
@@ -385,6 +391,10 @@ class Peer:
     def request(self, op: str, *args: object) -> Any:
         """Ask the peer to perform `op` and wait, serving the peer's own requests (its
         callbacks) meanwhile."""
+        with self._exchange:
+            return self._request(op, args)
+
+    def _request(self, op: str, args: tuple[object, ...]) -> Any:
         if self.broken is not None:
             raise BridgeError(self.broken)
         try:
