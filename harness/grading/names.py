@@ -54,9 +54,10 @@ import itertools
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from harness.workspace.sandbox import SANDBOX_WORKDIR
 
@@ -68,6 +69,7 @@ _MAX_VALUES = 64
 _MAX_DEPTH = 24
 #: A source is read for names only up to this size (a template's, so small).
 MAX_SOURCE = 4 * 1024 * 1024
+T = TypeVar("T")
 
 #: A `%` conversion or a `str.format` field: the part of a name computed at run time.
 _PERCENT_FIELD = re.compile(r"%(?:\([^)]*\))?[-#0 +]*[0-9*]*(?:\.[0-9*]+)?[a-zA-Z%]")
@@ -669,13 +671,20 @@ def scan(path: Path) -> SourceNames:
     (see the module docstring). A source that cannot be read or parsed names nothing and
     is not opaque (it runs nothing either). Cached by the file's identity and time: one
     grading tree asks about each test source several times."""
+    return by_identity(path, _scan_file, SourceNames())
+
+
+def by_identity(path: Path, cached: Callable[[str, int, int, int], T], default: T) -> T:
+    """`cached(path, inode, size, mtime_ns)` for a source of at most `MAX_SOURCE` bytes,
+    else `default` (gone, unreadable or too large). `cached` memoises by those arguments:
+    the file's identity and time, so a file edited since is read again."""
     try:
         info = path.stat()
     except OSError:
-        return SourceNames()
+        return default
     if info.st_size > MAX_SOURCE:
-        return SourceNames()
-    return _scan_file(str(path), info.st_ino, info.st_size, info.st_mtime_ns)
+        return default
+    return cached(str(path), info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=512)

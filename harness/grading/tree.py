@@ -93,7 +93,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
-from harness.grading.names import relative_name, scan
+from harness.grading.names import by_identity, relative_name, scan
 
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
@@ -909,13 +909,7 @@ def _test_support(path: Path) -> bool:
     stem = path.parent.name if path.name == "__init__.py" else path.stem
     if not ("test" in stem.lower() or stem.lower() in _SUPPORT_NAMES):
         return False
-    try:
-        info = path.stat()
-    except OSError:
-        return False
-    if info.st_size > _MAX_TEST_SOURCE:
-        return False
-    return _asserts(str(path), info.st_ino, info.st_size, info.st_mtime_ns)
+    return by_identity(path, _asserts, False)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -996,13 +990,7 @@ def _only_data(path: Path, *, empty_ok: bool = False) -> bool:
     from them (`_computed_data`). (Literals only once: a `cases.py` computing its cases
     with a comprehension was the agent's to rewrite, attack4.) Cached by the file's
     identity and time: a tree asks of every template module when a test is opaque."""
-    try:
-        info = path.stat()
-    except OSError:
-        return False
-    if info.st_size > _MAX_TEST_SOURCE:
-        return False
-    return _only_data_file(str(path), info.st_ino, info.st_size, info.st_mtime_ns, empty_ok)
+    return by_identity(path, functools.partial(_only_data_file, empty_ok=empty_ok), False)
 
 
 @functools.lru_cache(maxsize=4096)
