@@ -687,12 +687,20 @@ def by_identity(path: Path, cached: Callable[[str, int, int, int], T], default: 
     return cached(str(path), info.st_ino, info.st_size, info.st_mtime_ns)
 
 
+def parsed_file(path: str) -> ast.Module | None:
+    """The Python source at `path` parsed, or None when it cannot be read or parsed (not
+    Python, nested past the parser's limits, too large for memory)."""
+    try:
+        return ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 @functools.lru_cache(maxsize=512)
 def _scan_file(path: str, inode: int, size: int, mtime_ns: int) -> SourceNames:
     del inode, size, mtime_ns  # the cache key: the same file, unchanged
-    try:
-        tree = ast.parse(Path(path).read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed_file(path)
+    if tree is None:
         return SourceNames()
     try:
         return _scan(tree)

@@ -93,7 +93,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
-from harness.grading.names import by_identity, relative_name, scan
+from harness.grading.names import by_identity, parsed_file, relative_name, scan
 
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
@@ -915,9 +915,8 @@ def _test_support(path: Path) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _asserts(path: str, inode: int, size: int, mtime_ns: int) -> bool:
     del inode, size, mtime_ns  # the cache key: the same file, unchanged
-    try:
-        tree = ast.parse(Path(path).read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed_file(path)
+    if tree is None:
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert):
@@ -996,10 +995,10 @@ def _only_data(path: Path, *, empty_ok: bool = False) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _only_data_file(path: str, inode: int, size: int, mtime_ns: int, empty_ok: bool) -> bool:
     del inode, size, mtime_ns  # the cache key: the same file, unchanged
-    try:
-        body = ast.parse(Path(path).read_bytes()).body
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed_file(path)
+    if tree is None:
         return False
+    body = tree.body
     known: set[str] = set()
     for node in body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
