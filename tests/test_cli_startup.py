@@ -134,3 +134,39 @@ def test_lint_imports_the_judge_only_for_a_judge(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 1 and "JUDGE" in done.stdout, done.stdout + done.stderr
+
+
+#: What a lint of a text with no typed declaration must not load: the schema library
+#: (pydantic, a third of a short lint's start-up), the typed declaration models, the
+#: model SDKs and the grader.
+SCHEMA_AND_HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "envelopes.declarations.base",
+    "envelopes.judge",
+    "anthropic",
+    "openai",
+    "graders",
+    "harness.grading",
+    "harness.models",
+)
+
+DECLARATION_FREE = {
+    "chains.ilang": "::ILANG::4.0\n@TASK → done\n# a note\nplain prose\n",
+    "state.ilang": "::STATE{@WORKER|phase:one}\n  kept:yes\n",
+    "notes.md": "# Notes\n\n```ilang\n@TASK → done\n```\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECLARATION_FREE))
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_lint_of_a_declaration_free_text_loads_no_schema(
+    tmp_path: Path, name: str, as_json: bool
+) -> None:
+    """Issue 11 (start-up): `ilh lint` on a text without a typed declaration (::STATUS,
+    ::BUDGET…) needs no schema, so it imports neither pydantic nor the declaration models,
+    nor anything heavier."""
+    (tmp_path / name).write_text(DECLARATION_FREE[name], encoding="utf-8")
+    args = ("lint", "--json", name) if as_json else ("lint", name)
+    loaded = [m for m in SCHEMA_AND_HEAVY if loads(tmp_path, m, *args)]
+    assert loaded == []
