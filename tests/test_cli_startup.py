@@ -170,3 +170,25 @@ def test_lint_of_a_declaration_free_text_loads_no_schema(
     args = ("lint", "--json", name) if as_json else ("lint", name)
     loaded = [m for m in SCHEMA_AND_HEAVY if loads(tmp_path, m, *args)]
     assert loaded == []
+
+
+@pytest.mark.parametrize("text", ["@TASK → done\n"])
+def test_lint_to_a_pipe_loads_neither_rich_nor_logging(tmp_path: Path, text: str) -> None:
+    """Issue 11: to what is not a terminal rich writes no style, so the report is written
+    plainly (tests/test_report_lines.py holds it byte for byte the same) and rich's
+    console is not imported; nor is `logging`, which only a log line needs."""
+    (tmp_path / "t.ilang").write_text(text, encoding="utf-8")
+    for module in ("rich.console", "rich.markup", "logging", "importlib.abc"):
+        assert not loads(tmp_path, module, "lint", "t.ilang"), module
+
+
+def test_the_default_log_level_is_loggings_warning() -> None:
+    """`harness.secrets.logs` spells logging's WARNING so that the default needs no
+    `logging`; the two must not part."""
+    import logging
+
+    from harness.secrets.logs import WARNING, log_level
+
+    assert WARNING == logging.WARNING
+    assert log_level(None) == (logging.WARNING, None)
+    assert log_level("info") == (logging.INFO, None)
