@@ -66,10 +66,17 @@ def check_budget(d: Declaration, body: Body) -> list[Finding]:
 
 
 def check_status(d: Declaration, body: Body) -> list[Finding]:
-    from envelopes.declarations import Status, status_findings
+    # Read with the plain rules; the model (pydantic) is imported only when its
+    # validation might refuse what was read, to decide and word it: most texts hold only
+    # lawful-looking statuses, and their findings are the same either way.
+    from envelopes.declarations.status_rules import as_validated, read_status, status_findings
 
     try:
-        status = Status.from_parts(d.header, body, d.line)
+        status = as_validated(read_status(d.header, body, d.line))
+        if status is None:
+            from envelopes.declarations import Status
+
+            return status_findings(Status.from_parts(d.header, body, d.line), d.line)
     except IlangError as err:
         # Fail closed: a status the typed reader cannot read (a repeated or upper-case
         # `state` key, a broken quote) is one whose writer authority cannot be checked,

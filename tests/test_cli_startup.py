@@ -172,7 +172,7 @@ def test_lint_of_a_declaration_free_text_loads_no_schema(
     assert loaded == []
 
 
-@pytest.mark.parametrize("text", ["@TASK → done\n"])
+@pytest.mark.parametrize("text", ["@TASK → done\n", "::STATUS{@TASK|state:complete}\n"])
 def test_lint_to_a_pipe_loads_neither_rich_nor_logging(tmp_path: Path, text: str) -> None:
     """Issue 11: to what is not a terminal rich writes no style, so the report is written
     plainly (tests/test_report_lines.py holds it byte for byte the same) and rich's
@@ -192,3 +192,17 @@ def test_the_default_log_level_is_loggings_warning() -> None:
     assert WARNING == logging.WARNING
     assert log_level(None) == (logging.WARNING, None)
     assert log_level("info") == (logging.INFO, None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "::ILANG::4.0\n::STATUS{@TASK|state:running}\n",
+        "::STATUS{@TASK|state:complete|by:@AGENT|authority:commit|since:T3}\n",
+    ],
+)
+def test_lint_of_a_status_the_model_accepts_loads_no_schema(tmp_path: Path, text: str) -> None:
+    """A ::STATUS the model would accept is read by the plain rules
+    (`envelopes.declarations.status_rules`, tests/test_status_rules.py): no pydantic."""
+    (tmp_path / "s.ilang").write_text(text, encoding="utf-8")
+    assert [m for m in SCHEMA_AND_HEAVY if loads(tmp_path, m, "lint", "s.ilang")] == []
