@@ -4,10 +4,10 @@ fields (`read_status`).
 
 The model, `envelopes.declarations.status.Status` (pydantic), reads with them and
 validates. `ilh lint` reads a ::STATUS with them alone when the model would accept it
-(`as_validated`), so that linting a short text does not import pydantic (a third of a
-short `ilh lint`'s start-up); whenever it might not, the model decides and words the
-error. tests/test_status_rules.py holds the two readings equal and this module's copy of
-the model's validation in step with the model.
+(`as_validated`), so that linting a short text does not import pydantic (with the
+model's building, more than half of a short `ilh lint`'s start-up); whenever it might
+not, the model decides and words the error. tests/test_status_rules.py holds the two
+readings equal and this module's copy of the model's validation in step with the model.
 """
 
 from __future__ import annotations
