@@ -34,6 +34,10 @@ from harness.record.store import RunStore
 
 ILH = [sys.executable, "-m", "harness"]
 
+#: The tiny file `ilh lint` reads: a header and one ::STATUS (tests/test_startup_budget.py
+#: holds the same bound on the same text).
+TINY_ILANG = "::ILANG::4.0\n::STATUS{@TASK|state:running}\n"
+
 
 # A user's interpreter writes bytecode on the first run and reads it after; an
 # environment that forbids it (PYTHONDONTWRITEBYTECODE, set on some CI and sandbox
@@ -62,9 +66,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        (folder / "tiny.ilang").write_text(
-            "::ILANG::4.0\n::STATUS{@TASK|state:running}\n", encoding="utf-8"
-        )
+        (folder / "tiny.ilang").write_text(TINY_ILANG, encoding="utf-8")
         sides = {
             "python -c pass": [sys.executable, "-c", "pass"],
             # Not a command: the libraries every one of them stands on (click for the

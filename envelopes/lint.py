@@ -5,12 +5,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
-from envelopes import declarations as decl
 from envelopes.document import Declaration, Document, read_document
 from envelopes.errors import Finding, IlangError
 from envelopes.markdown import ilang_fences
 from envelopes.vocabulary import ENTITY_TIERS
+
+if TYPE_CHECKING:
+    from envelopes.declarations.base import Declaration as TypedDeclaration
+
+# The typed declaration models (pydantic) are imported by the check that reads one, not
+# here: pydantic and the models are half the start-up of a short `ilh lint`, and a
+# text with no ::STATUS, ::BUDGET… needs no schema (tests/test_cli_startup.py).
 
 # Any spelling a reader could take for a `remaining` key: case, quotes and a full-width
 # colon do not hide it (the typed reader refuses those spellings, but only as warnings).
@@ -49,16 +56,27 @@ def check_budget(d: Declaration, body: Body) -> list[Finding]:
                 1,
             )
         ]
+    from envelopes.declarations import Budget
+
     try:
-        decl.Budget.from_parts(d.header, body, d.line)
+        Budget.from_parts(d.header, body, d.line)
     except IlangError as err:
         return [_as_warning(err, "::BUDGET is not in the v4 canonical form")]
     return []
 
 
 def check_status(d: Declaration, body: Body) -> list[Finding]:
+    # Read with the plain rules; the model (pydantic) is imported only when its
+    # validation might refuse what was read, to decide and word it: most texts hold only
+    # lawful-looking statuses, and their findings are the same either way.
+    from envelopes.declarations.status_rules import as_validated, read_status, status_findings
+
     try:
-        status = decl.Status.from_parts(d.header, body, d.line)
+        status = as_validated(read_status(d.header, body, d.line))
+        if status is None:
+            from envelopes.declarations import Status
+
+            return status_findings(Status.from_parts(d.header, body, d.line), d.line)
     except IlangError as err:
         # Fail closed: a status the typed reader cannot read (a repeated or upper-case
         # `state` key, a broken quote) is one whose writer authority cannot be checked,
@@ -67,15 +85,17 @@ def check_status(d: Declaration, body: Body) -> list[Finding]:
             f"::STATUS cannot be read, so its writer authority cannot be checked: {err.message}"
         )
         return [Finding(err.code, message, err.line, err.col)]
-    return decl.status_findings(status, d.line)
+    return status_findings(status, d.line)
 
 
 def check_rubric(d: Declaration, body: Body) -> list[Finding]:
+    from envelopes.declarations import Rubric, rubric_findings
+
     try:
-        rubric = decl.Rubric.from_parts(d.header, body, d.line)
+        rubric = Rubric.from_parts(d.header, body, d.line)
     except IlangError as err:
         return [_as_warning(err, "::RUBRIC is not in the v4 canonical form")]
-    return decl.rubric_findings(rubric, d.line)
+    return rubric_findings(rubric, d.line)
 
 
 def check_judge(d: Declaration, body: Body) -> list[Finding]:
@@ -101,8 +121,14 @@ def check_judge(d: Declaration, body: Body) -> list[Finding]:
     return judge_findings(judge, d.line)
 
 
-def typed_form_check(model: type[decl.Declaration], name: str) -> TypedCheck:
+def typed_form_check(name: str) -> TypedCheck:
+    """The check of a declaration whose typed model only has to read it: `name`'s model
+    in `V4_DECLARATIONS`, looked up when a text holds one."""
+
     def check(d: Declaration, body: Body) -> list[Finding]:
+        from envelopes.declarations import V4_DECLARATIONS
+
+        model: type[TypedDeclaration] = V4_DECLARATIONS[name]
         try:
             model.from_parts(d.header, body, d.line)
         except IlangError as err:
@@ -117,10 +143,10 @@ TYPED_CHECKS: dict[str, TypedCheck] = {
     "STATUS": check_status,
     "RUBRIC": check_rubric,
     "JUDGE": check_judge,
-    "OBJECTIVE": typed_form_check(decl.Objective, "OBJECTIVE"),
-    "EVIDENCE": typed_form_check(decl.Evidence, "EVIDENCE"),
-    "PRIOR": typed_form_check(decl.Prior, "PRIOR"),
-    "FALLBACK": typed_form_check(decl.Fallback, "FALLBACK"),
+    "OBJECTIVE": typed_form_check("OBJECTIVE"),
+    "EVIDENCE": typed_form_check("EVIDENCE"),
+    "PRIOR": typed_form_check("PRIOR"),
+    "FALLBACK": typed_form_check("FALLBACK"),
 }
 
 

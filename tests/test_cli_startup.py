@@ -134,3 +134,75 @@ def test_lint_imports_the_judge_only_for_a_judge(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 1 and "JUDGE" in done.stdout, done.stdout + done.stderr
+
+
+#: What a lint of a text with no typed declaration must not load: the schema library
+#: (pydantic, a third of a short lint's start-up), the typed declaration models, the
+#: model SDKs and the grader.
+SCHEMA_AND_HEAVY = (
+    "pydantic",
+    "pydantic_core",
+    "envelopes.declarations.base",
+    "envelopes.judge",
+    "anthropic",
+    "openai",
+    "graders",
+    "harness.grading",
+    "harness.models",
+)
+
+DECLARATION_FREE = {
+    "chains.ilang": "::ILANG::4.0\n@TASK → done\n# a note\nplain prose\n",
+    "state.ilang": "::STATE{@WORKER|phase:one}\n  kept:yes\n",
+    "notes.md": "# Notes\n\n```ilang\n@TASK → done\n```\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECLARATION_FREE))
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_lint_of_a_declaration_free_text_loads_no_schema(
+    tmp_path: Path, name: str, as_json: bool
+) -> None:
+    """Issue 11 (start-up): `ilh lint` on a text without a typed declaration (::STATUS,
+    ::BUDGET…) needs no schema, so it imports neither pydantic nor the declaration models,
+    nor anything heavier."""
+    (tmp_path / name).write_text(DECLARATION_FREE[name], encoding="utf-8")
+    args = ("lint", "--json", name) if as_json else ("lint", name)
+    loaded = [m for m in SCHEMA_AND_HEAVY if loads(tmp_path, m, *args)]
+    assert loaded == []
+
+
+@pytest.mark.parametrize("text", ["@TASK → done\n", "::STATUS{@TASK|state:complete}\n"])
+def test_lint_to_a_pipe_loads_neither_rich_nor_logging(tmp_path: Path, text: str) -> None:
+    """Issue 11: to what is not a terminal rich writes no style, so the report is written
+    plainly (tests/test_report_lines.py holds it byte for byte the same) and rich's
+    console is not imported; nor is `logging`, which only a log line needs."""
+    (tmp_path / "t.ilang").write_text(text, encoding="utf-8")
+    for module in ("rich.console", "rich.markup", "logging", "importlib.abc"):
+        assert not loads(tmp_path, module, "lint", "t.ilang"), module
+
+
+def test_the_default_log_level_is_loggings_warning() -> None:
+    """`harness.secrets.logs` spells logging's WARNING so that the default needs no
+    `logging`; the two must not part."""
+    import logging
+
+    from harness.secrets.logs import WARNING, log_level
+
+    assert WARNING == logging.WARNING
+    assert log_level(None) == (logging.WARNING, None)
+    assert log_level("info") == (logging.INFO, None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "::ILANG::4.0\n::STATUS{@TASK|state:running}\n",
+        "::STATUS{@TASK|state:complete|by:@AGENT|authority:commit|since:T3}\n",
+    ],
+)
+def test_lint_of_a_status_the_model_accepts_loads_no_schema(tmp_path: Path, text: str) -> None:
+    """A ::STATUS the model would accept is read by the plain rules
+    (`envelopes.declarations.status_rules`, tests/test_status_rules.py): no pydantic."""
+    (tmp_path / "s.ilang").write_text(text, encoding="utf-8")
+    assert [m for m in SCHEMA_AND_HEAVY if loads(tmp_path, m, "lint", "s.ilang")] == []

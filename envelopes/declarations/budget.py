@@ -26,15 +26,14 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from envelopes.declarations.base import (
-    Declaration,
-    Extras,
+from envelopes.declarations.base import Declaration, Extras, Value, build
+from envelopes.declarations.fields import (
     FieldReader,
-    Value,
-    build,
+    Segment,
     check_extras,
+    render_fields,
+    split_fields,
 )
-from envelopes.declarations.fields import Segment, render_fields, split_fields
 from envelopes.errors import IlangError
 
 

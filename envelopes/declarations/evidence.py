@@ -14,15 +14,8 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from envelopes.declarations.base import (
-    Declaration,
-    Extras,
-    FieldReader,
-    Value,
-    build,
-    check_extras,
-)
-from envelopes.declarations.fields import render_fields, split_fields
+from envelopes.declarations.base import Declaration, Extras, Value, build
+from envelopes.declarations.fields import FieldReader, check_extras, render_fields, split_fields
 from envelopes.errors import IlangError
 
 

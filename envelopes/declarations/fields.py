@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from envelopes.errors import IlangError
@@ -427,3 +427,143 @@ def split_declaration(
         if raw.strip() != ""
     ]
     return header_line[start:close], body, header_no, start + 1
+
+
+# What the declaration models validate and read with, in plain Python (no pydantic): the
+# linter reads a ::STATUS with them alone when the model would accept it
+# (`envelopes.declarations.status_rules`).
+
+
+def check_key(key: str) -> str:
+    """Pydantic validator of an extra field's key: a lowercase identifier."""
+    if not LOWER_KEY.fullmatch(key):
+        raise ValueError(f"field key {key!r} is not a lowercase identifier")
+    return key
+
+
+def check_extras(extras: Sequence[tuple[str, str]], reserved: frozenset[str]) -> None:
+    """Extras may neither repeat a key nor shadow a named field."""
+    seen: set[str] = set()
+    for key, _ in extras:
+        folded = key.lower()
+        if folded in reserved:
+            raise ValueError(f"extra field {key!r} shadows a named field")
+        if folded in seen:
+            raise ValueError(f"extra field {key!r} is repeated")
+        seen.add(folded)
+
+
+# A leading positional that stands for a declaration's id (narrative_payload grammar:
+# the first segment names the declaration). Anything else there is E300, not a guess.
+_POSITIONAL_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+
+
+class FieldReader:
+    """Hands out a header's segments by key; whatever is left becomes extras."""
+
+    def __init__(self, decl: str, segments: Sequence[Segment], line: int, col: int) -> None:
+        self.decl = decl
+        self.line = line
+        self.col = col
+        self.positionals = [s for s in segments if s.key is None]
+        self.fields: dict[str, Segment] = {}
+        self.order: list[str] = []
+        # Keys already read, taken or not: a body line may not repeat any of them.
+        self.seen: set[str] = set()
+        for segment in segments:
+            if segment.key is not None:
+                self._add(segment, segment.key)
+        if self.positionals and segments[0].key is not None:
+            stray = self.positionals[0]
+            raise IlangError(
+                "E300",
+                f"::{decl} positional segment {stray.value!r} must come first",
+                stray.line,
+                stray.col,
+            )
+
+    def add_body(self, body: Sequence[tuple[int, str]]) -> None:
+        """Merge `key:value` body lines into the header's fields.
+
+        The spec defines no body for this declaration; a field written on a body line
+        is still a field of it (a claim must not hide on the next line), so it is read
+        with the header's rules, and a key repeated across header and body is E303.
+        """
+        for line_no, text in body:
+            for segment in split_fields(text, line=line_no, col=1):
+                if segment.key is None:
+                    raise IlangError(
+                        "E300",
+                        f"::{self.decl} body line is not a key:value field",
+                        line_no,
+                        segment.col,
+                    )
+                if segment.key.lower() in self.seen:
+                    raise IlangError("E303", f"repeated key {segment.key!r}", line_no, segment.col)
+                self._add(segment, segment.key)
+
+    def _add(self, segment: Segment, key: str) -> None:
+        if not LOWER_KEY.fullmatch(key):
+            raise IlangError(
+                "E303",
+                f"::{self.decl} field key {key!r} must be lowercase",
+                segment.line,
+                segment.col,
+            )
+        self.fields[key] = segment
+        self.order.append(key)
+        self.seen.add(key.lower())
+
+    def take(self, key: str) -> Segment | None:
+        segment = self.fields.pop(key, None)
+        if segment is not None:
+            self.order.remove(key)
+        return segment
+
+    def take_str(self, key: str) -> str | None:
+        segment = self.take(key)
+        return None if segment is None else segment.value
+
+    def require(self, key: str) -> Segment:
+        segment = self.take(key)
+        if segment is None:
+            raise IlangError("E300", f"::{self.decl} needs a {key} field", self.line, self.col)
+        return segment
+
+    def take_positional_id(self) -> str | None:
+        """A single leading positional names the declaration (`::RUBRIC{r1|…}`)."""
+        if not self.positionals:
+            return None
+        first = self.positionals[0]
+        if len(self.positionals) > 1:
+            extra = self.positionals[1]
+            raise IlangError(
+                "E300",
+                f"::{self.decl} has more than one positional segment",
+                extra.line,
+                extra.col,
+            )
+        if not _POSITIONAL_ID.fullmatch(first.value):
+            raise IlangError(
+                "E300",
+                f"::{self.decl} positional segment {first.value!r} is not an id",
+                first.line,
+                first.col,
+            )
+        if "id" in self.fields:
+            raise IlangError("E303", f"::{self.decl} names its id twice", first.line, first.col)
+        self.positionals = []
+        return first.value
+
+    def no_positionals(self) -> None:
+        if self.positionals:
+            stray = self.positionals[0]
+            raise IlangError(
+                "E300",
+                f"::{self.decl} takes no positional segment, found {stray.value!r}",
+                stray.line,
+                stray.col,
+            )
+
+    def extras(self) -> tuple[tuple[str, str], ...]:
+        return tuple((key, self.fields[key].value) for key in self.order)

@@ -28,19 +28,13 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from envelopes.declarations.base import (
-    Declaration,
-    Extras,
-    FieldReader,
-    Value,
-    build,
-    check_extras,
-    parse_int,
-)
+from envelopes.declarations.base import Declaration, Extras, Value, build, parse_int
 from envelopes.declarations.fields import (
     FULLWIDTH_COLON,
     FULLWIDTH_PIPE,
     IDENTIFIER,
+    FieldReader,
+    check_extras,
     quote,
     read_quoted,
     render_fields,

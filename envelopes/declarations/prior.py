@@ -21,16 +21,14 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from envelopes.declarations.base import (
-    Declaration,
-    Extras,
+from envelopes.declarations.base import Declaration, Extras, Value, build, no_body
+from envelopes.declarations.fields import (
+    LOWER_KEY,
     FieldReader,
-    Value,
-    build,
     check_extras,
-    no_body,
+    render_fields,
+    split_fields,
 )
-from envelopes.declarations.fields import LOWER_KEY, render_fields, split_fields
 from envelopes.errors import IlangError
 
 SUGAR_AUTHORITY = "developer"

@@ -17,17 +17,14 @@ from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from envelopes.declarations.base import (
-    Declaration,
-    Extras,
+from envelopes.declarations.base import Declaration, Extras, Value, build, parse_float, render_float
+from envelopes.declarations.fields import (
     FieldReader,
-    Value,
-    build,
+    Segment,
     check_extras,
-    parse_float,
-    render_float,
+    render_fields,
+    split_fields,
 )
-from envelopes.declarations.fields import Segment, render_fields, split_fields
 from envelopes.errors import Finding, IlangError
 
 WEIGHT_TOLERANCE = 1e-9

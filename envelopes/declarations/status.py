@@ -14,84 +14,36 @@ authority:…}` as in the §4 examples (the first example writes `since` after
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping, Sequence
-from enum import StrEnum
-from types import MappingProxyType
+from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 from pydantic import field_validator, model_validator
 
-from envelopes.declarations.base import Declaration, Extras, FieldReader, Value, build, check_extras
-from envelopes.declarations.fields import render_fields, split_fields
-from envelopes.errors import Finding, IlangError, Severity
-
-
-class State(StrEnum):
-    """The states of the §4 state machine."""
-
-    CREATED = "created"
-    RUNNING = "running"
-    CLAIMED_COMPLETE = "claimed_complete"
-    VERIFIED_COMPLETE = "verified_complete"
-    COMPLETE = "complete"
-    STOPPED = "stopped"
-    BLOCKED = "blocked"
-    FAILED = "failed"
-    NEEDS_REVISION = "needs_revision"
-
-
-class Authority(StrEnum):
-    """The three write tiers of §4."""
-
-    PROPOSAL = "proposal"
-    VERIFICATION = "verification"
-    COMMIT = "commit"
-
-
-# §4 "Three-tier authority": the states each tier can write.
-WRITER_STATES: Mapping[str, frozenset[State]] = MappingProxyType(
-    {
-        Authority.PROPOSAL: frozenset(
-            {
-                State.CLAIMED_COMPLETE,
-                State.STOPPED,
-                State.BLOCKED,
-                State.FAILED,
-                State.NEEDS_REVISION,
-            }
-        ),
-        Authority.VERIFICATION: frozenset({State.VERIFIED_COMPLETE, State.NEEDS_REVISION}),
-        Authority.COMMIT: frozenset({State.COMPLETE, State.RUNNING, State.STOPPED}),
-    }
+from envelopes.declarations.base import Declaration, Extras, Value, build
+from envelopes.declarations.fields import check_extras, render_fields
+from envelopes.declarations.status_rules import (
+    AUTHORITY_OF_WRITER,
+    COMPLETE_FORMS,
+    ENTITY,
+    NAMED,
+    WRITER_STATES,
+    Authority,
+    State,
+    known,
+    read_status,
+    status_findings,
 )
 
-# §4: the tier each writer entity holds. A custom entity holds none.
-AUTHORITY_OF_WRITER: Mapping[str, Authority] = MappingProxyType(
-    {
-        "@AGENT": Authority.PROPOSAL,
-        "@SELF": Authority.PROPOSAL,
-        "@GRADER": Authority.VERIFICATION,
-        "@RUNTIME": Authority.COMMIT,
-    }
-)
-
-COMPLETE_FORMS: frozenset[State] = frozenset(
-    {State.CLAIMED_COMPLETE, State.VERIFIED_COMPLETE, State.COMPLETE}
-)
-
-_NAMED = frozenset({"scope", "state", "reason", "by", "authority"})
-_ENTITY = re.compile(r"@[A-Z][A-Z0-9_]*")
-
-
-def _known(enum: type[StrEnum], value: Any) -> Any:
-    """Map a known spelling onto its enum member; leave anything else as written."""
-    if isinstance(value, str) and not isinstance(value, StrEnum):
-        try:
-            return enum(value)
-        except ValueError:
-            return value
-    return value
+# The rules live in `status_rules` (plain Python); they stay importable from here.
+__all__ = [
+    "AUTHORITY_OF_WRITER",
+    "COMPLETE_FORMS",
+    "WRITER_STATES",
+    "Authority",
+    "State",
+    "Status",
+    "status_findings",
+]
 
 
 class Status(Declaration):
@@ -107,18 +59,18 @@ class Status(Declaration):
     @field_validator("state", mode="before")
     @classmethod
     def _state_member(cls, value: Any) -> Any:
-        return _known(State, value)
+        return known(State, value)
 
     @field_validator("authority", mode="before")
     @classmethod
     def _authority_member(cls, value: Any) -> Any:
-        return _known(Authority, value)
+        return known(Authority, value)
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        if not _ENTITY.fullmatch(self.scope):
+        if not ENTITY.fullmatch(self.scope):
             raise ValueError(f"scope {self.scope!r} is not an entity @NAME")
-        check_extras(self.extras, _NAMED)
+        check_extras(self.extras, NAMED)
         return self
 
     @property
@@ -132,7 +84,7 @@ class Status(Declaration):
 
     def get(self, key: str) -> str | None:
         """The value of any field by key (named or extra)."""
-        if key in _NAMED:
+        if key in NAMED:
             value = getattr(self, key)
             return None if value is None else str(value)
         return next((v for k, v in self.extras if k == key), None)
@@ -141,36 +93,10 @@ class Status(Declaration):
     def from_parts(
         cls, header: str, body: Sequence[tuple[int, str]], line: int, *, col: int = 1
     ) -> Self:
-        reader = FieldReader(cls.NAME, split_fields(header, line=line, col=col), line, col)
-        reader.add_body(body)
-        values: dict[str, Any] = {}
-        scope_field = reader.take("scope")
-        if reader.positionals:
-            first = reader.positionals[0]
-            if len(reader.positionals) > 1:
-                stray = reader.positionals[1]
-                raise IlangError(
-                    "E300",
-                    f"::STATUS has a second positional segment {stray.value!r}",
-                    stray.line,
-                    stray.col,
-                )
-            if scope_field is not None:
-                raise IlangError("E303", "::STATUS names its scope twice", first.line, first.col)
-            scope_field = first
-        if scope_field is not None:
-            if not _ENTITY.fullmatch(scope_field.value):
-                code = "E200" if scope_field.value.startswith("@") else "E300"
-                raise IlangError(
-                    code,
-                    f"::STATUS scope {scope_field.value!r} is not an entity @NAME",
-                    scope_field.line,
-                    scope_field.col,
-                )
-            values["scope"] = scope_field.value
-        for name in ("state", "reason", "by", "authority"):
-            values[name] = reader.take_str(name)
-        values["extras"] = reader.extras()
+        read = read_status(header, body, line, col=col)
+        values: dict[str, Any] = read._asdict()
+        if values["scope"] is None:
+            del values["scope"]  # not written: the model's default
         return build(cls, line, col, cls.NAME, **values)
 
     def render(self) -> str:
@@ -185,72 +111,3 @@ class Status(Declaration):
         if self.authority is not None:
             segments.append(("authority", str(self.authority)))
         return f"::{self.NAME}{{{render_fields(segments)}}}"
-
-
-def status_findings(s: Status, line: int) -> list[Finding]:
-    """What is unlawful about `s` as written, judged on the text alone (§4).
-
-    Severity: an unknown state is a warning (the corpus holds documents that use other
-    state words); everything that would let a writer exceed its tier is an error.
-    Fail-closed choices where §4 is silent:
-
-    * `created` is written by nobody: no tier lists it under "Can write".
-    * `complete`, `verified_complete` and `running` written with no writer at all are
-      errors: only one tier may write each of them, and an unsigned claim of it cannot
-      be checked.
-    * `reason:budget` with any state but `stopped` is an error ("can only produce
-      stopped"), not only with the complete forms.
-    * A writer that holds no tier (a custom entity) is a warning; an authority word
-      outside proposal/verification/commit is an error.
-    * The writer table is read strictly for the text: an agent's `running` is an
-      error here, even though a runtime may treat it as a mere acknowledgement.
-    """
-    found: list[Finding] = []
-
-    def add(message: str, severity: Severity = "error") -> None:
-        found.append(Finding("E303", message, line, 1, severity))
-
-    writer_tier = AUTHORITY_OF_WRITER.get(s.by) if s.by is not None else None
-    if s.by is not None and writer_tier is None:
-        add(f"writer {s.by} holds no authority tier of §4", "warning")
-    claimed = s.known_authority
-    if s.authority is not None and claimed is None:
-        add(f"unknown authority {s.authority!r} (proposal|verification|commit)")
-    if writer_tier is not None and claimed is not None and writer_tier is not claimed:
-        add(f"{s.by} writes with authority:{writer_tier}, not authority:{claimed}")
-
-    state = s.known_state
-    if s.state is None:
-        add("::STATUS names no state", "warning")
-    elif state is None:
-        add(f"unknown state {s.state!r}: not a state of the §4 machine", "warning")
-    else:
-        _state_findings(s, state, writer_tier, claimed, add)
-    return found
-
-
-def _state_findings(
-    s: Status,
-    state: State,
-    writer_tier: Authority | None,
-    claimed: Authority | None,
-    add: Callable[[str], None],
-) -> None:
-    if state is State.CREATED:
-        add("no writer may write state:created (§4 lists it under no tier)")
-    for tier in dict.fromkeys(t for t in (writer_tier, claimed) if t is not None):
-        if state not in WRITER_STATES[tier]:
-            who = s.by if tier is writer_tier and s.by is not None else f"authority:{tier}"
-            add(
-                f"{who} may not write state:{state} (authority:{tier} writes "
-                f"{', '.join(sorted(WRITER_STATES[tier]))})"
-            )
-    if (
-        writer_tier is None
-        and claimed is None
-        and state in (State.COMPLETE, State.VERIFIED_COMPLETE, State.RUNNING)
-    ):
-        add(f"state:{state} needs its writer (by and authority) to be stated")
-    if s.reason == "budget" and state is not State.STOPPED:
-        kind = "a form of complete" if state in COMPLETE_FORMS else f"state:{state}"
-        add(f"reason:budget can only produce stopped, never {kind}")

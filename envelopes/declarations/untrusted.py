@@ -18,16 +18,8 @@ from typing import Any, ClassVar, Self
 
 from pydantic import model_validator
 
-from envelopes.declarations.base import (
-    Declaration,
-    Extras,
-    FieldReader,
-    Value,
-    build,
-    check_extras,
-    no_body,
-)
-from envelopes.declarations.fields import render_fields, split_fields
+from envelopes.declarations.base import Declaration, Extras, Value, build, no_body
+from envelopes.declarations.fields import FieldReader, check_extras, render_fields, split_fields
 
 DELIMITER = re.compile(r"[A-Za-z0-9_]+")
 EXTERNAL = "external"

@@ -30,11 +30,11 @@ from harness.certify.loop import Certifier, Request
 from harness.certify.refuter import RefuterBudget
 from harness.certify.render import render_markdown
 from harness.certify.target import read_target
+from harness.cli.consoles import message_console
 from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
     UserPath,
-    message_console,
     refuse_overwriting,
     refuse_recording_over,
     refuse_replacing_other_than,

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import click
-from rich.console import Console
 
 from harness.inputs.errors import InputError
 
@@ -89,32 +88,10 @@ def reader_may_leave() -> Iterator[None]:
     try:
         yield
     except BrokenPipeError:
-        _stdout_to_devnull()
+        stdout_to_devnull()
 
 
-class ReportConsole(Console):
-    """rich's console for a command's report: a reader that leaves early ends the output,
-    not the command (rich's default exits 1, which would hide the verdict's status).
-    Emoji codes are off: `FILE:100:7` was printed `FILE💯7` (`:100:` is one), and text an
-    agent wrote (`:skull:`) is shown as written."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("emoji", False)
-        super().__init__(*args, **kwargs)
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        _stdout_to_devnull()
-
-
-def message_console() -> Console:
-    """The console a command's progress, messages and errors go to (stderr): no
-    highlighting (paths and numbers stay as written), long lines not wrapped (a path is
-    copied whole), no emoji codes (as `ReportConsole`)."""
-    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-
-
-def _stdout_to_devnull() -> None:
+def stdout_to_devnull() -> None:
     """The reader is gone: what is still written (and the final flush) goes nowhere."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     with suppress(OSError):

@@ -25,13 +25,12 @@ from rich.text import Text
 
 from graders.evidence import AgentClaim
 from graders.report import GradeReport
+from harness.cli.consoles import ReportConsole, message_console
 from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
-    ReportConsole,
     TaskFilePath,
     UserPath,
-    message_console,
     reader_may_leave,
 )
 from harness.cli.options import (

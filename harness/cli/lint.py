@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from envelopes.errors import ERROR_CODES, Finding, explain
 from envelopes.lint import lint_text
-from harness.cli.errors import EXIT_BAD_INPUT, BadInput, ReportConsole
+from harness.cli.errors import EXIT_BAD_INPUT, BadInput
+from harness.cli.report_lines import ReportLines
 from harness.inputs.errors import InputError, read_bytes, read_capped
-from harness.secrets.terminal import shown
+from harness.secrets.terminal import printable, shown
 
 
 def read_input(name: str) -> str:
@@ -76,21 +77,40 @@ def printed(findings: list[Finding]) -> list[Finding]:
     return [findings[i] for i in sorted(order[:MAX_PRINTED])]
 
 
-def print_findings(console: Console, name: str, findings: list[Finding]) -> None:
+def finding_markup(name: str, f: Finding) -> str:
+    """A finding's line in rich markup: what is untrusted (the file's name, the message
+    quoting the text) escaped, the code coloured by severity."""
+    style = "bold red" if f.severity == "error" else "yellow"
+    return (
+        f"{shown(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
+        f"[dim]{ERROR_CODES[f.code][0]}:[/] {shown(brief(f.message))}"
+    )
+
+
+def finding_text(name: str, f: Finding) -> str:
+    """The same line as rich writes it without styles."""
+    return (
+        f"{printable(name)}:{f.line}:{f.col}: {f.code} "
+        f"{ERROR_CODES[f.code][0]}: {printable(brief(f.message))}"
+    )
+
+
+def print_findings(out: ReportLines, name: str, findings: list[Finding]) -> None:
+    # Each line as rich markup and as the text rich makes of it without styles: the
+    # plain one is written when that is all rich would write (`ReportLines`).
     chosen = printed(findings)
     for f in chosen:
-        style = "bold red" if f.severity == "error" else "yellow"
-        console.print(
-            f"{shown(name)}:{f.line}:{f.col}: [{style}]{f.code}[/] "
-            f"[dim]{ERROR_CODES[f.code][0]}:[/] {shown(brief(f.message))}",
-            highlight=False,
-        )
+        out.line(partial(finding_markup, name, f), finding_text(name, f))
     more = len(findings) - len(chosen)
     if more:
-        console.print(
-            f"[dim]… {more:,} more finding(s) in {shown(name)} not shown (the first "
-            f"{MAX_PRINTED} are, errors first); --json lists them all[/]",
-            highlight=False,
+        first = f"the first {MAX_PRINTED} are, errors first"
+        out.line(
+            lambda: (
+                f"[dim]… {more:,} more finding(s) in {shown(name)} not shown ({first}); "
+                "--json lists them all[/]"
+            ),
+            f"… {more:,} more finding(s) in {printable(name)} not shown ({first}); "
+            "--json lists them all",
         )
 
 
@@ -133,7 +153,7 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
         raise unreadable[-1]
     rows: list[dict[str, object]] = []
     errors = 0
-    console = ReportConsole(highlight=False, soft_wrap=True)
+    out = ReportLines(highlight=False, soft_wrap=True)
     for name, text in texts.items():
         if isinstance(text, BadInput):
             # A tool parses stdout as the documented array whatever the exit status: an
@@ -144,7 +164,7 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
         errors += sum(f.severity == "error" for f in findings)
         rows += [finding_row(name, f) for f in findings]
         if not as_json:
-            print_findings(console, name, findings)
+            print_findings(out, name, findings)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False))
         for reason in unreadable:  # people still read why, on stderr
@@ -153,6 +173,7 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
             sys.exit(EXIT_BAD_INPUT)
     else:
         warnings = len(rows) - errors
+        counts = f"{len(texts)} file(s): {errors} error(s), {warnings} warning(s)"
         verdict = "[bold red]errors[/]" if errors else "[bold green]ok[/]"
-        console.print(f"{len(texts)} file(s): {errors} error(s), {warnings} warning(s): {verdict}")
+        out.line(lambda: f"{counts}: {verdict}", f"{counts}: {'errors' if errors else 'ok'}")
     sys.exit(1 if errors else 0)

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import click
 
+from harness.cli.consoles import ReportConsole, message_console
 from harness.cli.errors import (
     EXIT_BAD_INPUT,
     BadInput,
-    ReportConsole,
     TaskFilePath,
     UserPath,
-    message_console,
     refuse_recording_over,
 )
 from harness.cli.options import (

@@ -19,9 +19,9 @@ from rich.markup import escape
 from rich.table import Column, Table
 from rich.text import Text
 
+from harness.cli.consoles import ReportConsole
 from harness.cli.errors import (
     BadInput,
-    ReportConsole,
     UserPath,
     reader_may_leave,
     refuse_overwriting,

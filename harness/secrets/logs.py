@@ -15,19 +15,20 @@ before its renderer, so the harness's log lines reach it without the harness's k
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import logging
 import os
 import sys
-import traceback
 from collections.abc import Mapping, MutableMapping, Sequence
 from types import ModuleType, TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from harness.secrets.registry import harness_secrets
-from harness.secrets.values import SecretValues
+# What a log line needs (the secrets to redact, `logging`'s level names, `traceback`,
+# the import machinery) is imported when the first line is written or structlog loads,
+# not here: every command imports this module to set logging up, and these imports were
+# a seventh of a short `ilh lint`'s start-up (benchmarks/startup.py).
+if TYPE_CHECKING:
+    import importlib.machinery
+
+    from harness.secrets.values import SecretValues
 
 #: How deep `redact_secrets` follows containers inside containers; deeper (or a container
 #: that holds itself) is judged by its text, as a renderer would show it.
@@ -47,6 +48,8 @@ def redact_secrets(
     text, redacted, in the `exception` key: rendered later it could show what the
     processor never saw (rich's traceback prints each frame's local variables, a key
     among them)."""
+    from harness.secrets.registry import harness_secrets
+
     known = harness_secrets()
     if not known:
         return event
@@ -57,6 +60,8 @@ def redact_secrets(
         event[key] = _redacted(known, value, 0)
     failure = _exc_info_tuple(exc_info)
     if failure is not None:
+        import traceback
+
         text = "".join(traceback.format_exception(failure[0], failure[1], failure[2]))
         earlier = event.get("exception")
         event["exception"] = known.redact(f"{earlier}\n{text}" if earlier else text)
@@ -145,10 +150,11 @@ def _redacting(processors: Sequence[Any]) -> list[Any]:
     return [*kept[:at], redact_secrets, *kept[at:]]
 
 
-class _ConfigureOnImport(importlib.abc.MetaPathFinder):
+class _ConfigureOnImport:
     """Finds nothing itself: on the import of `structlog` it takes the spec the other
     finders give and runs `_configure` right after the module's own code, then leaves
-    `sys.meta_path` (it is needed once)."""
+    `sys.meta_path` (it is needed once). A finder is anything with `find_spec`; deriving
+    from `importlib.abc.MetaPathFinder` imported `importlib.resources` and `pathlib`."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -156,6 +162,8 @@ class _ConfigureOnImport(importlib.abc.MetaPathFinder):
         if fullname != "structlog":
             return None
         sys.meta_path.remove(self)
+        import importlib.util
+
         spec = importlib.util.find_spec(fullname)  # the other finders (self is gone)
         if spec is None or spec.loader is None:
             return spec
@@ -170,6 +178,10 @@ class _ConfigureOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
+#: `logging.WARNING`, the level when `ILH_LOG` names none, spelled here so that the
+#: default needs no `logging` (a test holds it equal).
+WARNING: Final = 30
+
 #: The levels `ILH_LOG` takes, as the note about a wrong one lists them.
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -180,11 +192,13 @@ def log_level(value: str | None) -> tuple[int, str | None]:
     saw nothing and was not told why."""
     name = (value or "").strip()
     if not name:
-        return logging.WARNING, None
+        return WARNING, None
+    import logging
+
     level = logging.getLevelNamesMapping().get(name.upper())
     if level is not None:
         return level, None
-    return logging.WARNING, (
+    return WARNING, (
         f"note: ILH_LOG={value!r} is not a log level ({', '.join(LOG_LEVELS)}): warning is used"
     )
 

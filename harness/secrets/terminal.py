@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 
-from rich.markup import escape
-
 #: Characters a terminal acts on instead of showing: C0 controls but newline and tab (ESC
 #: starts the sequences that clear the screen, set the title, hide a link's target; a
 #: carriage return overwrites the line shown), DEL and C1 controls, and the bidirectional
@@ -28,4 +26,8 @@ def printable(text: str) -> str:
 
 def shown(value: object) -> str:
     """Untrusted text for a rich markup string: printable, its markup escaped."""
+    # Imported here: a command that writes plain text (`ilh lint` to a pipe) uses
+    # `printable` alone and should not pay for rich's markup (and its text and styles).
+    from rich.markup import escape
+
     return escape(printable(str(value)))
