@@ -4,6 +4,8 @@ the grader and the run loop that `ilh run` needs (start-up is most of a short co
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import io
 import os
@@ -151,6 +153,28 @@ def main() -> None:
         # SIGTERM's default action (a repeated SIGTERM in it is exit 143) and wait for
         # worker threads the interruption left. Nothing is left to do.
         exit_now(done.code if isinstance(done.code, int) else EXIT_INTERRUPTED)
+    except OSError as err:
+        if err.errno not in _WRITE_FAILURES:
+            raise
+        cannot_write(err)
+
+
+#: A write that the device refused: a full disk, a quota, a file too large, a broken
+#: device (`ilh lint f > /dev/full`). Not a bug of ours: the environment's.
+_WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def cannot_write(err: OSError) -> None:
+    """One line, exit 2, for output the device would not take: it was a traceback from
+    deep in click or rich (DESIGN §7: never a traceback). Commands that write files say
+    which one themselves; what reaches here is a write with no name, most often stdout."""
+    from harness.cli.errors import EXIT_BAD_INPUT, BadInput, stdout_to_devnull
+
+    stdout_to_devnull()  # what is still buffered must not fail again at exit
+    command = " ".join(["ilh", *sys.argv[1:2]])
+    with contextlib.suppress(OSError):  # stderr may be the same full device
+        BadInput(command, "E500", f"cannot write its output: {err.strerror or err}").show()
+    sys.exit(EXIT_BAD_INPUT)
 
 
 def _main() -> None:
