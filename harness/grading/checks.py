@@ -33,7 +33,6 @@ import json
 import os
 import secrets
 import shlex
-import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -69,6 +68,7 @@ from harness.grading.tree import (
 from harness.telemetry import span
 from harness.workspace.commands import CommandResult, run_shell
 from harness.workspace.sandbox import SANDBOX_WORKDIR, Mount, SandboxPolicy
+from harness.workspace.walk import remove_tree
 
 #: The harness's runner (`ilh_runner.py`) and its empty pytest configuration.
 RUNNER_DIR = Path(__file__).resolve().parent / "sandboxed"
@@ -106,7 +106,9 @@ class CheckRunner:
             try:
                 outcome = self._check(criterion, timeout_s, scratch)
             finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+                # Not `shutil.rmtree`: a free check may nest folders thousands deep in
+                # its tree, and rmtree recursed past Python's limit (attack8).
+                remove_tree(scratch)
             current.set_attribute("ilh.check.exit_code", outcome.exit_code)
             current.set_attribute("ilh.check.timed_out", outcome.timed_out)
             return outcome

@@ -1,0 +1,152 @@
+"""Attack 8: the confinement of the agent's hands, attacked through real commands, real
+`ilh run`s with scripted agents and real grader checks, as root (as CI runs them).
+
+Each test failed on main before its fix; the commit that fixed it names it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli.main import ilh
+from harness.workspace.commands import run_shell
+from harness.workspace.folder import Workspace
+from harness.workspace.walk import remove_tree
+
+TIMEOUT_S = 60.0
+USAGE = {"input_tokens": 10, "output_tokens": 10}
+CLAIM = "Done.\n::STATUS{@TASK|state:claimed_complete|evidence:run|by:@AGENT|authority:proposal}"
+
+#: A shell line nesting folders 3000 deep (far past Python 3.11's recursion limit of
+#: 1000) in a second, then leaving a setuid file at the bottom and a sibling beside.
+DEEP = (
+    "python3 -c \"import os\nos.chdir(os.environ.get('TOP', '.'))\n"
+    "for _ in range(3000):\n    os.mkdir('d'); os.chdir('d')\n"
+    "open('suid', 'w').close(); os.chmod('suid', 0o4755)\"; "
+    "mkdir z && touch z/suid && chmod 4755 z/suid; echo nested"
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_deep_tree_left(tmp_path: Path) -> Iterator[None]:
+    """pytest's own clean-up of old temporary folders recurses too: a deep tree left in
+    one ends a later session with a RecursionError."""
+    yield
+    for entry in tmp_path.iterdir():
+        remove_tree(entry)
+
+
+def _deep_entry(root: Path, depth: int, name: str) -> Path:
+    """The path of `name` at `depth` folders under `root`, reached without a path longer
+    than the kernel takes (a 6000-character path is ENAMETOOLONG)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            nxt = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return Path(f"/proc/self/fd/{os.dup(fd)}/{name}")
+    finally:
+        os.close(fd)
+
+
+def _script_task(
+    folder: Path, turns: list[dict[str, Any]], rubric: str, files: dict[str, str]
+) -> Path:
+    (folder / "workspace").mkdir(parents=True)
+    for rel, text in files.items():
+        (folder / "workspace" / rel).write_text(text)
+    (folder / "agent.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    task = folder / "task.toml"
+    task.write_text(
+        '[task]\nid = "attack8"\nobjective = "Do it."\nworkspace = "workspace"\n'
+        '[budget.rounds]\nlimit = 6\n[budget.time]\nlimit = "300s"\n'
+        '[agent]\nmodel = "scripted:agent.jsonl"\n' + rubric
+    )
+    return task
+
+
+def _run_json(task: Path, store: Path) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(
+        ilh, ["run", str(task), "--json", "--store", str(store)], catch_exceptions=False
+    )
+    return result.exit_code, json.loads(result.stdout)
+
+
+# ----------------------------------------------------------------- deep trees
+
+
+def test_a_tree_nested_thousands_deep_ends_the_command_not_the_harness(tmp_path: Path) -> None:
+    """On main: the hand-over walk after the command (`os.fwalk`, recursive) raised
+    RecursionError out of `run_shell`, and setuid bits past the depth it reached, or in
+    folders after the deep one, stayed set."""
+    ws = Workspace.create(tmp_path / "runs" / "r1" / "workspace")
+    result = run_shell(DEEP, ws.root, TIMEOUT_S)
+    assert result.exit_code == 0 and "nested" in result.output
+    assert not os.stat(ws.root / "z" / "suid").st_mode & stat.S_ISUID
+    assert not os.stat(_deep_entry(ws.root, 3000, "suid")).st_mode & stat.S_ISUID
+    again = run_shell("echo again > after.txt && cat after.txt", ws.root, TIMEOUT_S)
+    assert again.exit_code == 0 and "again" in again.output
+    remove_tree(ws.root)
+    assert not ws.root.exists()
+
+
+def test_ilh_run_with_an_agent_nesting_folders_thousands_deep_ends_normally(
+    tmp_path: Path,
+) -> None:
+    """On main: `ilh run` ended with a RecursionError traceback at the agent's command;
+    past that, the grader's copy of the workspace (`os.walk`) did the same."""
+    turns = [
+        {
+            "text": "Nesting.",
+            "tool_calls": [{"name": "run_command", "arguments": {"command": DEEP}}],
+            "usage": USAGE,
+        },
+        {"text": CLAIM, "usage": USAGE},
+    ]
+    rubric = (
+        '[rubric]\nthreshold = 1.0\n[[rubric.criteria]]\nid = "ok"\nweight = 1.0\n'
+        'check = "the shell says ok"\nrun = "sh ok.sh"\n'
+    )
+    task = _script_task(tmp_path / "task", turns, rubric, {"ok.sh": "echo ok\n"})
+    code, out = _run_json(task, tmp_path / "runs.db")
+    assert code in (0, 1, 3) and out["final"]["state"] != "complete"
+    text = json.dumps(out["grader"])
+    assert "nests folders more than 256 deep" in text
+
+
+def test_a_free_check_that_nests_folders_deep_in_its_tree_is_graded(tmp_path: Path) -> None:
+    """A check's own tree (writable for a free command) nested thousands deep: on main the
+    hand-over after the check and `shutil.rmtree` of the check's folder both recursed past
+    the limit, and the run ended with a traceback instead of a verdict."""
+    turns = [{"text": CLAIM, "usage": USAGE}]
+    rubric = (
+        '[rubric]\nthreshold = 1.0\n[[rubric.criteria]]\nid = "deep"\nweight = 1.0\n'
+        'check = "the check nests and passes"\nrun = "sh deep.sh"\n'
+    )
+    task = _script_task(tmp_path / "task", turns, rubric, {"deep.sh": DEEP + "\n"})
+    code, out = _run_json(task, tmp_path / "runs.db")
+    assert code == 0 and out["final"]["state"] == "complete"
+
+
+def test_remove_tree_removes_links_never_what_they_name(tmp_path: Path) -> None:
+    """The removal that replaced `shutil.rmtree` for grading folders: a link the check
+    left (to a folder or a file outside) goes, what it names stays."""
+    outside = tmp_path / "outside"
+    (outside / "keep").mkdir(parents=True)
+    (outside / "keep" / "file").write_text("kept")
+    tree = tmp_path / "tree"
+    (tree / "a" / "b").mkdir(parents=True)
+    (tree / "a" / "b" / "to_dir").symlink_to(outside / "keep")
+    (tree / "a" / "to_file").symlink_to(outside / "keep" / "file")
+    (tree / "a" / "b" / "plain").write_text("x")
+    remove_tree(tree)
+    assert not tree.exists() and (outside / "keep" / "file").read_text() == "kept"
