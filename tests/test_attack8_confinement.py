@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -150,3 +152,57 @@ def test_remove_tree_removes_links_never_what_they_name(tmp_path: Path) -> None:
     (tree / "a" / "b" / "plain").write_text("x")
     remove_tree(tree)
     assert not tree.exists() and (outside / "keep" / "file").read_text() == "kept"
+
+
+# ----------------------------------------------------------- the report folder
+
+
+def test_a_fifo_left_in_the_report_folder_does_not_hang_the_grader(tmp_path: Path) -> None:
+    """The task's test runs the agent's script in a process of its own (outside the
+    solution process's Landlock domain), and that script leaves a FIFO where pytest
+    writes its JUnit XML. On main the runner was killed at its timeout and then the
+    harness opened the FIFO to hash it, and waited for a writer for ever (its thread
+    in `wait_for_partner`); `ilh run` never ended."""
+    calc = (
+        "import os\ntry:\n    os.mkfifo('/ilh-report/junit.xml')\n"
+        "except OSError:\n    pass\nprint(4)\n"
+    )
+    turns = [
+        {
+            "text": "Writing calc.py.",
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "calc.py", "content": calc}}
+            ],
+            "usage": USAGE,
+        },
+        {"text": CLAIM, "usage": USAGE},
+    ]
+    test = (
+        "import subprocess\nimport sys\n\n\ndef test_calc() -> None:\n"
+        "    out = subprocess.run([sys.executable, 'calc.py'], capture_output=True, text=True)\n"
+        "    assert out.stdout.strip() == '4'\n"
+    )
+    rubric = (
+        '[rubric]\nthreshold = 1.0\n[[rubric.criteria]]\nid = "tests"\nweight = 1.0\n'
+        'check = "the tests pass"\npytest = "test_calc.py"\n'
+    )
+    task = _script_task(tmp_path / "task", turns, rubric, {"test_calc.py": test})
+    task.write_text(task.read_text().replace('limit = "300s"', 'limit = "20s"'))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "run",
+            str(task),
+            "--json",
+            "--store",
+            str(tmp_path / "runs.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=150,
+    )
+    out = json.loads(done.stdout)
+    assert out["final"]["state"] != "complete"
+    assert out["grader"]["criteria"][0]["id"] == "tests"
