@@ -206,3 +206,47 @@ def test_a_fifo_left_in_the_report_folder_does_not_hang_the_grader(tmp_path: Pat
     out = json.loads(done.stdout)
     assert out["final"]["state"] != "complete"
     assert out["grader"]["criteria"][0]["id"] == "tests"
+
+
+# ------------------------------------------------------------- the run store
+
+
+def _hidden_task(folder: Path) -> Path:
+    (folder / "checks").mkdir(parents=True)
+    (folder / "checks" / "test_hidden.py").write_text(
+        "import unittest\nEXPECTED = 'HIDDEN-EXPECTED-42'\n\n\n"
+        "class T(unittest.TestCase):\n    def test_x(self) -> None:\n        pass\n"
+    )
+    look = "grep -rl HIDDEN-EXPECTED /workspace; ls -a /workspace"
+    turns = [
+        {
+            "text": "Looking.",
+            "tool_calls": [{"name": "run_command", "arguments": {"command": look}}],
+            "usage": USAGE,
+        },
+        {"text": CLAIM, "usage": USAGE},
+    ]
+    rubric = (
+        '[rubric]\nthreshold = 1.0\nchecks = "checks"\n[[rubric.criteria]]\nid = "hidden"\n'
+        'weight = 1.0\ncheck = "the hidden tests pass"\nunittest = "$ILH_CHECKS"\n'
+    )
+    return _script_task(folder, turns, rubric, {"notes.md": "hello\n"})
+
+
+def test_a_store_inside_the_workspace_template_is_refused(tmp_path: Path) -> None:
+    """`cd task/workspace && ilh run ../task.toml`: the default store, `.ilh/runs.db`, is
+    then inside the workspace template, and every run's workspace is a copy of it. On
+    main the second run's agent read the first run's hidden checks
+    (`.ilh/runs/RUN/grading/checks/test_hidden.py`) and the run store itself."""
+    task = _hidden_task(tmp_path / "task")
+    store = tmp_path / "task" / "workspace" / ".ilh" / "runs.db"
+    outputs = []
+    for _ in range(2):
+        result = CliRunner().invoke(
+            ilh, ["run", str(task), "--json", "--store", str(store)], catch_exceptions=False
+        )
+        outputs.append(result.output)
+        assert result.exit_code == 2, result.output
+        assert "E303" in result.output and "inside the workspace template" in result.output
+    runs = store.parent / "runs"
+    assert not runs.exists() or not any(runs.iterdir())

@@ -337,6 +337,7 @@ async def run_task(
     `grader_client` likewise for the grader model. `soul_readonly`: the run's GENEs go
     to the SOUL's pending file, for the principal to review (`ilh soul review`)."""
     check_handoff(task)
+    check_store_outside(task, store)
     soul_path = soul_of_task(task, store)
     soul = load_soul(soul_path) if soul_path is not None else None
     # A client handed in (tests, the Python API) names its own model.
@@ -402,6 +403,27 @@ async def run_task(
             else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
         )
         return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
+
+
+def check_store_outside(task: Task, store: RunStore) -> None:
+    """Refuse (bad input, before any run) a run store inside the workspace template or
+    the hidden checks: each run's folders are made beside the store, so the next run's
+    workspace, a copy of the template, held the earlier runs' records, workspaces and
+    hidden checks (`.ilh/runs/RUN/grading/checks`), and the store itself. It happened
+    with the default store (`.ilh/runs.db`, in the current folder) and `cd workspace`."""
+    home = store.path.parent.resolve()
+    for name, folder in (
+        ("the workspace template", task.workspace_template()),
+        ("the hidden checks folder", task.checks_folder()),
+    ):
+        if folder is not None and (home == folder or folder in home.parents):
+            raise InputError(
+                task.source or task.folder,
+                "E303",
+                f"the run store {str(store.path)!r} is inside {name} {str(folder)!r}: every "
+                "run's record, workspace and hidden checks would be copied to the agent; put "
+                "the store outside the task's folders (--store PATH, or run ilh elsewhere)",
+            )
 
 
 def soul_of_task(task: Task, store: RunStore) -> Path | None:
