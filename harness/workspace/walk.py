@@ -33,22 +33,24 @@ def _identity(fd: int) -> tuple[int, int]:
     return info.st_dev, info.st_ino
 
 
-def _subfolders(fd: int, names: list[str]) -> list[str]:
-    """The names of `fd` that are real folders (not links to one), last first."""
-    found = []
-    for name in names:
-        with suppress(OSError):
-            if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
-                found.append(name)
-    found.sort(reverse=True)
-    return found
-
-
-def _names(fd: int) -> list[str]:
+def _entries(fd: int) -> tuple[list[str], list[str]]:
+    """The names `fd` holds (sorted), and those that are real folders, not links to one
+    (last first, as they are popped). The types come from the directory itself (one
+    `getdents`, no `stat` per entry: a walk of 100 000 files costs what `os.fwalk`'s did)."""
+    names: list[str] = []
+    subfolders: list[str] = []
     try:
-        return sorted(os.listdir(fd))
+        with os.scandir(fd) as found:
+            for entry in found:
+                names.append(entry.name)
+                with suppress(OSError):
+                    if entry.is_dir(follow_symlinks=False):
+                        subfolders.append(entry.name)
     except OSError:
-        return []
+        return [], []
+    names.sort()
+    subfolders.sort(reverse=True)
+    return names, subfolders
 
 
 def folders(
@@ -56,17 +58,18 @@ def folders(
 ) -> Iterator[tuple[int, list[str]]]:
     """Every folder of the tree whose top folder `top_fd` is open, top-down, as (a
     descriptor of it, the names it holds). The descriptor is valid until the next item.
-    A sub-folder is listed (and entered) after the caller has seen its parent's names,
-    so the caller may remove or change entries before. `leaving(parent_fd, child_fd,
+    A sub-folder is entered after the caller has seen its parent's names, so the caller
+    may remove entries before. `leaving(parent_fd, child_fd,
     name)`: called as the walk leaves each sub-folder, its whole content seen (a
     bottom-up hook: removal). `top_fd` itself is never closed."""
     fd = os.dup(top_fd)
     try:
-        names = _names(fd)
+        names, subfolders = _entries(fd)
         yield fd, names
         # One frame per level of the current path: the folder's identity and the names
-        # of its sub-folders still to enter. Strings, not descriptors.
-        frames: list[tuple[tuple[int, int], list[str]]] = [(_identity(fd), _subfolders(fd, names))]
+        # of its sub-folders still to enter (one the caller removed is not entered: its
+        # open fails). Strings, not descriptors.
+        frames: list[tuple[tuple[int, int], list[str]]] = [(_identity(fd), subfolders)]
         entered: list[str] = []
         while frames:
             pending = frames[-1][1]
@@ -79,9 +82,9 @@ def folders(
                 os.close(fd)
                 fd = child
                 entered.append(name)
-                names = _names(fd)
+                names, subfolders = _entries(fd)
                 yield fd, names
-                frames.append((_identity(fd), _subfolders(fd, names)))
+                frames.append((_identity(fd), subfolders))
                 continue
             frames.pop()
             if not frames:
