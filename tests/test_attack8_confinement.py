@@ -250,3 +250,44 @@ def test_a_store_inside_the_workspace_template_is_refused(tmp_path: Path) -> Non
         assert "E303" in result.output and "inside the workspace template" in result.output
     runs = store.parent / "runs"
     assert not runs.exists() or not any(runs.iterdir())
+
+
+# ------------------------------------- the harness's folders under a shown root
+
+
+def test_a_task_and_store_under_a_folder_the_sandbox_shows_stay_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox shows /usr, /etc and the harness's Python installation read-only. A
+    task folder and store beneath one of them (a container's `WORKDIR /usr/src/app`, a
+    project inside the interpreter's prefix) were readable by every command: on main the
+    agent read the hidden checks, task.toml and the run store through their host paths.
+    Here the interpreter's roots gain a folder holding the task and the store."""
+    from harness.workspace import sandbox as sandbox_module
+
+    shown = tmp_path / "prefix"
+    real = sandbox_module.interpreter_roots()
+    monkeypatch.setattr(sandbox_module, "interpreter_roots", lambda: [*real, shown])
+    folder = shown / "app" / "task"
+    task = _hidden_task(folder)
+    look = (
+        f"cat {folder}/checks/test_hidden.py {folder}/task.toml; "
+        f"ls -a {shown}/app/.ilh {shown}/app/.ilh/runs; echo listed"
+    )
+    script = json.loads((folder / "agent.jsonl").read_text().splitlines()[0])
+    script["tool_calls"][0]["arguments"]["command"] = look
+    lines = (folder / "agent.jsonl").read_text().splitlines()
+    (folder / "agent.jsonl").write_text("\n".join([json.dumps(script), *lines[1:]]) + "\n")
+    store = shown / "app" / ".ilh" / "runs.db"
+    result = CliRunner().invoke(
+        ilh, ["run", str(task), "--json", "--store", str(store)], catch_exceptions=False
+    )
+    out = json.loads(result.stdout)
+    from harness.record.store import RunStore
+
+    with RunStore(store) as records:
+        shown_to_agent = [e.payload for e in records.events(out["run_id"]) if e.kind == "tool_call"]
+    text = json.dumps(shown_to_agent)
+    assert "listed" in text  # the command ran
+    assert "HIDDEN-EXPECTED" not in text and "scripted:agent.jsonl" not in text
+    assert "runs.db" not in text

@@ -86,6 +86,10 @@ class SandboxPolicy(BaseModel):
     memory: int = Field(default=4096 * _MIB, ge=64 * _MIB)  # bytes, per process and in all
     tmp_size: int = Field(default=512 * _MIB, ge=1 * _MIB)  # each of /tmp, /var/tmp, /dev/shm
     disk: int = Field(default=4096 * _MIB, ge=16 * _MIB)  # bytes one command may add to disk
+    #: Host folders never shown, even beneath a folder the sandbox shows (`/usr`, `/etc`,
+    #: the interpreter's installation): the task folder, the run store's folder, the
+    #: record key's. Set by the harness (never by a task file), absolute and resolved.
+    hidden: tuple[str, ...] = ()
 
     @property
     def confined(self) -> bool:
@@ -347,8 +351,17 @@ def bwrap_argv(
 
     # After the private /tmp: bwrap mounts in order, and a venv that lives under /tmp (a CI
     # checkout) would otherwise be hidden by the empty tmpfs laid over it.
-    for root in interpreter_roots():
+    roots = interpreter_roots()
+    system = [Path(p) for p in (*_SYSTEM, *_TOP_LINKS) if os.path.isdir(p)]
+    # The harness's own folders beneath a shown one (a container's `WORKDIR /usr/src/app`
+    # holding the task and the store): every command read the hidden checks, task.toml
+    # and the run store at their host paths (attack8). An empty read-only tmpfs over each,
+    # those under the system before the interpreter's roots are bound (a venv inside the
+    # task folder stays shown), those under an interpreter root after.
+    args += _hide(policy.hidden, system)
+    for root in roots:
         args += bind(root, str(root), False)
+    args += _hide(policy.hidden, roots)
     args += bind(workdir, SANDBOX_WORKDIR, writable)
     for mount in mounts:
         args += bind(mount.source, mount.target, mount.writable)
@@ -357,6 +370,16 @@ def bwrap_argv(
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
     args += ["--chdir", SANDBOX_WORKDIR, "--"]
+    return args
+
+
+def _hide(hidden: Sequence[str], shown: Sequence[Path]) -> list[str]:
+    """Masks for the `hidden` folders strictly beneath one of the `shown` folders."""
+    args: list[str] = []
+    for raw in hidden:
+        path = Path(raw)
+        if path.is_dir() and any(root in path.parents for root in shown):
+            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
     return args
 
 
