@@ -291,3 +291,29 @@ def test_a_task_and_store_under_a_folder_the_sandbox_shows_stay_hidden(
     assert "listed" in text  # the command ran
     assert "HIDDEN-EXPECTED" not in text and "scripted:agent.jsonl" not in text
     assert "runs.db" not in text
+
+
+def test_ilh_grade_of_a_workspace_nested_thousands_deep_says_why_it_is_not_graded(
+    tmp_path: Path,
+) -> None:
+    """`ilh grade --workspace` on a pull request's checkout (hostile: git keeps deep
+    trees): on main the grader's copy (`os.walk`) ended `ilh grade` with a RecursionError."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(1500):
+            os.mkdir("d", dir_fd=fd)
+            deeper = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = deeper
+    finally:
+        os.close(fd)
+    task = Path(__file__).resolve().parents[1] / "examples" / "honest" / "task.toml"
+    result = CliRunner().invoke(
+        ilh, ["grade", str(task), "--workspace", str(workspace), "--json"], catch_exceptions=False
+    )
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "needs_revision"
+    assert all("nests folders more than 256 deep" in c["detail"] for c in report["criteria"])
