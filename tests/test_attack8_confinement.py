@@ -317,3 +317,27 @@ def test_ilh_grade_of_a_workspace_nested_thousands_deep_says_why_it_is_not_grade
     report = json.loads(result.stdout)
     assert report["verdict"] == "needs_revision"
     assert all("nests folders more than 256 deep" in c["detail"] for c in report["criteria"])
+
+
+def test_an_interpreter_installed_over_the_home_folder_refuses_the_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox shows the harness's Python installation at its own path. Python built
+    with `./configure --prefix=$HOME` (the usual way without root) has the home folder as
+    its prefix: on main every command read all of it (`.ssh`, cloud credentials, the
+    record key). Now no sandbox is made there, and the refusal says why."""
+    from harness.workspace.sandbox import SandboxUnavailable
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
+    os.chmod(home / ".ssh" / "id_ed25519", 0o644)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setattr(sys, "base_prefix", str(home))
+    ws = Workspace.create(tmp_path / "runs" / "r1" / "workspace")
+    try:
+        result = run_shell(f"cat {home}/.ssh/id_ed25519; echo ran", ws.root, TIMEOUT_S)
+    except SandboxUnavailable as exc:
+        assert "home folder" in str(exc)
+    else:
+        assert "PRIVATE-KEY-MATERIAL" not in result.output, result.output

@@ -237,7 +237,31 @@ def require_sandbox() -> Path:
     problem = _probe(bwrap)
     if problem is not None:
         raise SandboxUnavailable(f"no sandbox: {problem}; {_HOW_TO}")
+    exposed = _home_shown()
+    if exposed is not None:
+        raise SandboxUnavailable(
+            f"no sandbox: the harness's Python is installed in {str(exposed)!r}, which holds "
+            "the home folder: the sandbox shows that installation to every command, so it "
+            "would show the home folder too (keys, credentials, the record key); run ilh "
+            "from a Python installed outside the home folder (a venv made from it is not "
+            "enough: its base installation is shown too), or pass `--sandbox none`, which "
+            "the record and every output will state"
+        )
     return bwrap
+
+
+def _home_shown() -> Path | None:
+    """The interpreter root that is the harness user's home folder or holds it, if any:
+    Python built with `./configure --prefix=$HOME` (the usual way without root) made
+    every command read the whole home (attack8)."""
+    try:
+        home = Path.home().resolve()
+    except (OSError, RuntimeError, KeyError):
+        return None
+    for root in interpreter_roots():
+        if root == home or root in home.parents:
+            return root
+    return None
 
 
 def sandbox_report(policy: SandboxPolicy) -> dict[str, object]:
