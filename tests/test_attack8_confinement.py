@@ -341,3 +341,32 @@ def test_an_interpreter_installed_over_the_home_folder_refuses_the_sandbox(
         assert "home folder" in str(exc)
     else:
         assert "PRIVATE-KEY-MATERIAL" not in result.output, result.output
+
+
+def test_an_interpreter_inside_a_masked_task_folder_stays_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The masks over the harness's folders must not hide an interpreter inside one (a
+    venv in `/usr/src/app/.venv`, the task folder `/usr/src/app`): the mask goes first,
+    the interpreter's bind after it, and only then is the mask made read-only."""
+    from harness.workspace import sandbox as sandbox_module
+    from harness.workspace.sandbox import CONFINED
+
+    shown = tmp_path / "prefix"
+    task = shown / "app"
+    venv = task / "venv"
+    venv.mkdir(parents=True)
+    (venv / "marker").write_text("INTERPRETER-HERE\n")
+    (task / "task.toml").write_text("SECRET-TASK\n")
+    for folder in (tmp_path, shown, task, venv):
+        os.chmod(folder, 0o755)
+    os.chmod(venv / "marker", 0o644)
+    real = sandbox_module.interpreter_roots()
+    monkeypatch.setattr(sandbox_module, "interpreter_roots", lambda: [*real, venv, shown])
+    policy = CONFINED.model_copy(update={"hidden": (str(task),)})
+    ws = Workspace.create(tmp_path / "runs" / "r1" / "workspace")
+    result = run_shell(
+        f"cat {venv}/marker; cat {task}/task.toml; echo done", ws.root, TIMEOUT_S, sandbox=policy
+    )
+    assert "INTERPRETER-HERE" in result.output and "done" in result.output, result.output
+    assert "SECRET-TASK" not in result.output

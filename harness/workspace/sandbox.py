@@ -379,13 +379,19 @@ def bwrap_argv(
     system = [Path(p) for p in (*_SYSTEM, *_TOP_LINKS) if os.path.isdir(p)]
     # The harness's own folders beneath a shown one (a container's `WORKDIR /usr/src/app`
     # holding the task and the store): every command read the hidden checks, task.toml
-    # and the run store at their host paths (attack8). An empty read-only tmpfs over each,
-    # those under the system before the interpreter's roots are bound (a venv inside the
-    # task folder stays shown), those under an interpreter root after.
-    args += _hide(policy.hidden, system)
-    for root in roots:
-        args += bind(root, str(root), False)
-    args += _hide(policy.hidden, roots)
+    # and the run store at their host paths (attack8). An empty tmpfs over each. Binds
+    # and masks go parents first (a venv inside the masked task folder is bound on the
+    # mask, not hidden by it), and the masks are made read-only last (bwrap makes the
+    # venv's mount point in the mask).
+    masks = _masks_for(policy.hidden, [*system, *roots])
+    mounts_in_order = sorted(
+        [(len(r.parts), str(r), False) for r in roots]
+        + [(len(m.parts), str(m), True) for m in masks]
+    )
+    for _depth, path, is_mask in mounts_in_order:
+        args += ["--tmpfs", path] if is_mask else bind(Path(path), path, False)
+    for mask in masks:
+        args += ["--remount-ro", str(mask)]
     args += bind(workdir, SANDBOX_WORKDIR, writable)
     for mount in mounts:
         args += bind(mount.source, mount.target, mount.writable)
@@ -397,14 +403,14 @@ def bwrap_argv(
     return args
 
 
-def _hide(hidden: Sequence[str], shown: Sequence[Path]) -> list[str]:
-    """Masks for the `hidden` folders strictly beneath one of the `shown` folders."""
-    args: list[str] = []
+def _masks_for(hidden: Sequence[str], shown: Sequence[Path]) -> list[Path]:
+    """The `hidden` folders strictly beneath one of the `shown` folders."""
+    found: list[Path] = []
     for raw in hidden:
         path = Path(raw)
         if path.is_dir() and any(root in path.parents for root in shown):
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-    return args
+            found.append(path)
+    return found
 
 
 # ------------------------------------------------------------------------- limits
