@@ -33,7 +33,7 @@ import json
 import os
 import secrets
 import shlex
-import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -69,6 +69,7 @@ from harness.grading.tree import (
 from harness.telemetry import span
 from harness.workspace.commands import CommandResult, run_shell
 from harness.workspace.sandbox import SANDBOX_WORKDIR, Mount, SandboxPolicy
+from harness.workspace.walk import remove_tree
 
 #: The harness's runner (`ilh_runner.py`) and its empty pytest configuration.
 RUNNER_DIR = Path(__file__).resolve().parent / "sandboxed"
@@ -106,7 +107,9 @@ class CheckRunner:
             try:
                 outcome = self._check(criterion, timeout_s, scratch)
             finally:
-                shutil.rmtree(scratch, ignore_errors=True)
+                # Not `shutil.rmtree`: a free check may nest folders thousands deep in
+                # its tree, and rmtree recursed past Python's limit (attack8).
+                remove_tree(scratch)
             current.set_attribute("ilh.check.exit_code", outcome.exit_code)
             current.set_attribute("ilh.check.timed_out", outcome.timed_out)
             return outcome
@@ -299,10 +302,29 @@ def _read_all(fd: int) -> bytes:
 
 
 def _digest(path: Path) -> str | None:
+    """The SHA-256 of a regular file of the report folder, or None. The folder is the
+    sandbox's to write (pytest writes its JUnit XML there), and so, in a runner-aware
+    check, is it for what a test starts (`subprocess.run([sys.executable, "calc.py"])`
+    runs the agent's code outside the solution process): a FIFO left as `junit.xml`
+    blocked this read, and the harness, for ever (attack8). Opened without following a
+    link and without blocking, and read only when it is a regular file."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        fd = os.open(path, flags)
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 16):
+            digest.update(chunk)
+        return digest.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 __all__ = ["CheckRunner", "Selection"]

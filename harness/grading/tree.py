@@ -94,6 +94,7 @@ from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
 from harness.grading.names import by_identity, parsed_file, relative_name, scan
+from harness.workspace.confined import MAX_WALK_DEPTH
 
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
@@ -124,6 +125,10 @@ _OWN_PACKAGES = frozenset({"harness", "graders", "envelopes", "budgets", "exampl
 #: Most entries (files and folders) a workspace may have to be graded, and most bytes.
 MAX_ENTRIES = 200_000
 MAX_BYTES = 2 * 1024**3
+#: Most folders deep a workspace may nest to be graded: as deep as the file tools go.
+#: Deeper, Python 3.11's `os.walk` recursed past its limit and the grader ended with a
+#: RecursionError (attack8).
+MAX_DEPTH = MAX_WALK_DEPTH
 
 
 class TreeError(OSError):
@@ -244,6 +249,13 @@ def _copy_workspace(workspace: Path, dest: Path) -> list[str]:
             if path.is_symlink():
                 skipped.append((rel_here / name).as_posix() + " (a link to a folder)")
                 continue
+            # Folders count as entries (a million empty ones were copied one by one), and
+            # the walk goes no deeper than MAX_DEPTH: `os.walk` recurses once per level.
+            entries += 1
+            if entries > MAX_ENTRIES:
+                raise TreeError(f"the workspace has more than {MAX_ENTRIES} entries")
+            if len(rel_here.parts) >= MAX_DEPTH:
+                raise TreeError(f"the workspace nests folders more than {MAX_DEPTH} deep")
             kept_dirs.append(name)
             (dest / rel_here / name).mkdir()
         dirs[:] = kept_dirs

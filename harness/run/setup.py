@@ -4,6 +4,7 @@ and the model client named by a model URI."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.models.interface import ModelClient
 from harness.models.scripted import ScriptedClient, ScriptedTurn
 from harness.record.events import EventKind
+from harness.record.keys import RecordKeyError, default_key_path
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Orchestrator, Progress, no_progress
@@ -337,6 +339,7 @@ async def run_task(
     `grader_client` likewise for the grader model. `soul_readonly`: the run's GENEs go
     to the SOUL's pending file, for the principal to review (`ilh soul review`)."""
     check_handoff(task)
+    check_store_outside(task, store)
     soul_path = soul_of_task(task, store)
     soul = load_soul(soul_path) if soul_path is not None else None
     # A client handed in (tests, the Python API) names its own model.
@@ -349,7 +352,7 @@ async def run_task(
         grader_client = grader_client_for(grader_model, task, options)
     lifecycle = lifecycle_of(task)
     ledger = BudgetLedger(budgets_of(task))
-    policy = sandbox_policy(task, sandbox)
+    policy = sandbox_policy(task, sandbox, store)
     task.checks_folder()  # a missing or misplaced hidden checks folder: bad input, before any run
     task.workspace_template()  # likewise the template: nothing made for a task refused
     inputs = start_inputs(task, client)
@@ -404,6 +407,27 @@ async def run_task(
         return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
 
 
+def check_store_outside(task: Task, store: RunStore) -> None:
+    """Refuse (bad input, before any run) a run store inside the workspace template or
+    the hidden checks: each run's folders are made beside the store, so the next run's
+    workspace, a copy of the template, held the earlier runs' records, workspaces and
+    hidden checks (`.ilh/runs/RUN/grading/checks`), and the store itself. It happened
+    with the default store (`.ilh/runs.db`, in the current folder) and `cd workspace`."""
+    home = store.path.parent.resolve()
+    for name, folder in (
+        ("the workspace template", task.workspace_template()),
+        ("the hidden checks folder", task.checks_folder()),
+    ):
+        if folder is not None and (home == folder or folder in home.parents):
+            raise InputError(
+                task.source or task.folder,
+                "E303",
+                f"the run store {str(store.path)!r} is inside {name} {str(folder)!r}: every "
+                "run's record, workspace and hidden checks would be copied to the agent; put "
+                "the store outside the task's folders (--store PATH, or run ilh elsewhere)",
+            )
+
+
 def soul_of_task(task: Task, store: RunStore) -> Path | None:
     """The task's SOUL file, refused (bad input) where an agent could write it: inside
     the workspace template (`Task.soul_path`) or the store's run folders, where every
@@ -438,12 +462,20 @@ def check_handoff(task: Task) -> None:
     )
 
 
-def sandbox_policy(task: Task, overrides: SandboxOverrides = NO_OVERRIDES) -> SandboxPolicy:
+def sandbox_policy(
+    task: Task, overrides: SandboxOverrides = NO_OVERRIDES, store: RunStore | None = None
+) -> SandboxPolicy:
     """The task file's `[sandbox]` (limits, network), then the command line's overrides.
-    Only the command line can turn confinement off (`--sandbox none`)."""
+    Only the command line can turn confinement off (`--sandbox none`). The task folder,
+    the store's folder and the record key's are hidden from every command, even where
+    they lie beneath a folder the sandbox shows (`/usr/src/app`)."""
     section = task.spec.sandbox
     policy = CONFINED if section is None else SandboxPolicy(**section.model_dump(exclude_none=True))
-    return overrides.apply(policy)
+    hidden = [task.folder, *([store.path.parent] if store is not None else [])]
+    with contextlib.suppress(RecordKeyError):
+        hidden.append(default_key_path().parent)
+    resolved = tuple(sorted({str(p.resolve()) for p in hidden}))
+    return overrides.apply(policy).model_copy(update={"hidden": resolved})
 
 
 def grader_client_for(

@@ -86,6 +86,10 @@ class SandboxPolicy(BaseModel):
     memory: int = Field(default=4096 * _MIB, ge=64 * _MIB)  # bytes, per process and in all
     tmp_size: int = Field(default=512 * _MIB, ge=1 * _MIB)  # each of /tmp, /var/tmp, /dev/shm
     disk: int = Field(default=4096 * _MIB, ge=16 * _MIB)  # bytes one command may add to disk
+    #: Host folders never shown, even beneath a folder the sandbox shows (`/usr`, `/etc`,
+    #: the interpreter's installation): the task folder, the run store's folder, the
+    #: record key's. Set by the harness (never by a task file), absolute and resolved.
+    hidden: tuple[str, ...] = ()
 
     @property
     def confined(self) -> bool:
@@ -233,7 +237,31 @@ def require_sandbox() -> Path:
     problem = _probe(bwrap)
     if problem is not None:
         raise SandboxUnavailable(f"no sandbox: {problem}; {_HOW_TO}")
+    exposed = _home_shown()
+    if exposed is not None:
+        raise SandboxUnavailable(
+            f"no sandbox: the harness's Python is installed in {str(exposed)!r}, which holds "
+            "the home folder: the sandbox shows that installation to every command, so it "
+            "would show the home folder too (keys, credentials, the record key); run ilh "
+            "from a Python installed outside the home folder (a venv made from it is not "
+            "enough: its base installation is shown too), or pass `--sandbox none`, which "
+            "the record and every output will state"
+        )
     return bwrap
+
+
+def _home_shown() -> Path | None:
+    """The interpreter root that is the harness user's home folder or holds it, if any:
+    Python built with `./configure --prefix=$HOME` (the usual way without root) made
+    every command read the whole home (attack8)."""
+    try:
+        home = Path.home().resolve()
+    except (OSError, RuntimeError, KeyError):
+        return None
+    for root in interpreter_roots():
+        if root == home or root in home.parents:
+            return root
+    return None
 
 
 def sandbox_report(policy: SandboxPolicy) -> dict[str, object]:
@@ -347,8 +375,23 @@ def bwrap_argv(
 
     # After the private /tmp: bwrap mounts in order, and a venv that lives under /tmp (a CI
     # checkout) would otherwise be hidden by the empty tmpfs laid over it.
-    for root in interpreter_roots():
-        args += bind(root, str(root), False)
+    roots = interpreter_roots()
+    system = [Path(p) for p in (*_SYSTEM, *_TOP_LINKS) if os.path.isdir(p)]
+    # The harness's own folders beneath a shown one (a container's `WORKDIR /usr/src/app`
+    # holding the task and the store): every command read the hidden checks, task.toml
+    # and the run store at their host paths (attack8). An empty tmpfs over each. Binds
+    # and masks go parents first (a venv inside the masked task folder is bound on the
+    # mask, not hidden by it), and the masks are made read-only last (bwrap makes the
+    # venv's mount point in the mask).
+    masks = _masks_for(policy.hidden, [*system, *roots])
+    mounts_in_order = sorted(
+        [(len(r.parts), str(r), False) for r in roots]
+        + [(len(m.parts), str(m), True) for m in masks]
+    )
+    for _depth, path, is_mask in mounts_in_order:
+        args += ["--tmpfs", path] if is_mask else bind(Path(path), path, False)
+    for mask in masks:
+        args += ["--remount-ro", str(mask)]
     args += bind(workdir, SANDBOX_WORKDIR, writable)
     for mount in mounts:
         args += bind(mount.source, mount.target, mount.writable)
@@ -358,6 +401,16 @@ def bwrap_argv(
         args += ["--seccomp", str(seccomp_fd)]
     args += ["--chdir", SANDBOX_WORKDIR, "--"]
     return args
+
+
+def _masks_for(hidden: Sequence[str], shown: Sequence[Path]) -> list[Path]:
+    """The `hidden` folders strictly beneath one of the `shown` folders."""
+    found: list[Path] = []
+    for raw in hidden:
+        path = Path(raw)
+        if path.is_dir() and any(root in path.parents for root in shown):
+            found.append(path)
+    return found
 
 
 # ------------------------------------------------------------------------- limits

@@ -27,6 +27,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import NamedTuple
 
+from harness.workspace.walk import folders
+
 #: Override of the unprivileged user (and group) commands run as under a root harness.
 UID_VARIABLE = "ILH_SANDBOX_UID"
 _NOBODY = 65534
@@ -90,8 +92,10 @@ def hand_over(top: Path, user: SandboxUser) -> int:
     try:
         _settle(top_fd, None, user)
         seen = 1
-        for _root, dirs, files, dir_fd in os.fwalk(top, follow_symlinks=False):
-            for name in (*dirs, *files):
+        # Not `os.fwalk`: it recursed once per level, and a tree nested a few thousand
+        # folders deep (one shell loop) ended the harness with a RecursionError.
+        for dir_fd, names in folders(top_fd):
+            for name in names:
                 _settle(dir_fd, name, user)
                 seen += 1
         return seen
