@@ -37,6 +37,7 @@ from harness.certify.certificate import (
     ValueVerdict,
 )
 from harness.certify.contract import MINIMAL_VERB, Contract
+from harness.certify.lexicon import Lexicon
 from harness.certify.reach import Reach, Resolution
 
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>()`\"'\]]+")
@@ -134,22 +135,30 @@ class Shape:
     fenced: list[bool]
     fence_open: tuple[int, str] | None  # an unclosed fence: (line, opener)
     prose: list[str]
+    #: Per line inside a fence, its opener's info string (`toml`, `sh`, "" untagged).
+    fence_info: list[str | None] = field(default_factory=list)
 
     @classmethod
     def of(cls, text: str) -> Shape:
         lines = text.split("\n")
         fenced: list[bool] = []
+        info: list[str | None] = []
         opener: tuple[int, str, str] | None = None  # (line, marker char, full marker)
+        tag = ""
         for n, line in enumerate(lines, 1):
             match = _FENCE.match(line)
             if opener is None:
                 if match:
                     opener = (n, match.group(1)[0], match.group(1))
+                    tag = (match.group(2).split() or [""])[0].strip("{}.").lower()
                     fenced.append(True)
+                    info.append(tag)
                 else:
                     fenced.append(False)
+                    info.append(None)
             else:
                 fenced.append(True)
+                info.append(tag)
                 if (
                     match
                     and match.group(1)[0] == opener[1]
@@ -162,23 +171,30 @@ class Shape:
             for line, f in zip(lines, fenced, strict=True)
         ]
         fence_open = (opener[0], opener[2]) if opener else None
-        return cls(lines, fenced, fence_open, prose)
+        return cls(lines, fenced, fence_open, prose, info)
 
 
-def _blank_code(line: str) -> str:
-    """The line with code spans and URLs replaced by spaces (columns kept)."""
-    out = list(line)
+def code_spans(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span of the line, its backticks included."""
     runs = list(_BACKTICKS.finditer(line))
     used: set[int] = set()
+    spans: list[tuple[int, int]] = []
     for i, run in enumerate(runs):
         if i in used:
             continue
         for j in range(i + 1, len(runs)):
             if j not in used and len(runs[j].group()) == len(run.group()):
                 used |= {i, j}
-                for k in range(run.start(), runs[j].end()):
-                    out[k] = " "
+                spans.append((run.start(), runs[j].end()))
                 break
+    return spans
+
+
+def _blank_code(line: str) -> str:
+    """The line with code spans and URLs replaced by spaces (columns kept)."""
+    out = list(line)
+    for start, end in code_spans(line):
+        out[start:end] = " " * (end - start)
     blanked = "".join(out)
     for url in _URL.finditer(blanked):
         blanked = blanked[: url.start()] + " " * (url.end() - url.start()) + blanked[url.end() :]
@@ -240,6 +256,8 @@ def scan_locators(shape: Shape, reach: Reach, scan: Scan) -> None:
                 taken.append((start, end))
                 found.append((start, token, resolve(token)))
         for start, token, resolution in sorted(found):
+            if resolution.missing and not_a_reference(shape, reach.lexicon, n, start, token):
+                continue
             count[resolution.status] += 1
             scan.locators.append(Locator(token, n, start + 1, resolution))
             if resolution.status == "failed":
@@ -264,6 +282,60 @@ def scan_locators(shape: Shape, reach: Reach, scan: Scan) -> None:
         f"{count['unobserved']} unobserved (durable class beyond reach, not resolved), "
         f"{count['failed']} failed"
     )
+
+
+# What a path reference is (DIYLISIS F2, Rule 21: a stable pointer the receiver
+# dereferences with its own tools). A token shaped like a path that names nothing in the
+# reach is a broken pointer only when the record hands it over as one; these shapes hand
+# nothing over, so they are words of the record, not residuals. A token that exists, or
+# fails for any other reason (a tethered root, outside the granted sources), is judged as a
+# locator wherever it stands: it names a real place on the author's machine.
+_SHELL_FENCES = frozenset(
+    {"sh", "bash", "zsh", "fish", "shell", "console", "shell-session", "sh-session",
+     "bash-session", "powershell", "ps1", "pwsh", "cmd", "bat", "batch", "terminal"}
+)  # fmt: skip
+_PROMPT = re.compile(r"^\s*(?:\$|%|>|PS>)\s+")
+_ASSIGNMENT = re.compile(r"^\s*[\w.-]+\s*=\s*\S")
+_SLASH_WORDS = re.compile(r"[A-Za-z]+(?:/[A-Za-z]+)+")
+# `**Task file** (`task.toml`, …)`: the token names the kind of file an emphasized term
+# stands for, the way `zero-memory refuter (ZMR)` names an acronym.
+_GLOSSED = re.compile(r"(\*\*|__|\*|_)[^*_\n]+?\1\s*\(\s*`?$")
+
+
+def not_a_reference(shape: Shape, lex: Lexicon, n: int, start: int, token: str) -> bool:
+    """Whether `token` (at line `n`, 0-based column `start`), which names nothing in the
+    reach, is a word of the record rather than a pointer handed to the receiver:
+
+    * words joined by slashes (`pass/fail/unknown`): no extension, no trailing slash;
+    * a bare file name glossing an emphasized term (`**Task file** (`task.toml`, …)`);
+    * a value inside a quoted sample: a data fence (a layout, a TOML example; not a shell
+      fence, a `$ ` prompt line or a line starting with a command word) or a code span
+      holding a `key = value` line.
+
+    A command the receiver runs, a bare name in a sentence ("read notes.md") and a folder
+    with its trailing slash stay references."""
+    if _SLASH_WORDS.fullmatch(token):
+        return True
+    line = shape.lines[n - 1]
+    if "/" not in token and _GLOSSED.search(line[:start]):
+        return True
+    if shape.fenced[n - 1]:
+        return not _command_line(line, shape.fence_info[n - 1], lex)
+    for a, b in code_spans(line):
+        if a < start < b:
+            body = line[a:b].strip("`")
+            return bool(_ASSIGNMENT.match(body))
+    return False
+
+
+def _command_line(line: str, fence: str | None, lex: Lexicon) -> bool:
+    """A line the receiver runs: in a shell fence, after a prompt, or led by a command
+    word of the lexicons (`python tools/gen.py`)."""
+    if fence in _SHELL_FENCES or _PROMPT.match(line):
+        return True
+    words = line.split()
+    # `pytest = "tests/"` is a key of a sample, not the program run.
+    return bool(words) and words[0] in lex.command_words and not _ASSIGNMENT.match(line)
 
 
 def _pathlike(token: str, is_path: bool) -> bool:
