@@ -33,9 +33,10 @@ class LexiconFile(BaseModel):
     system_paths: list[str] = Field(default_factory=list)
     ephemeral_hosts: list[str] = Field(default_factory=list)
     session_id_patterns: list[str] = Field(default_factory=list)
+    addressed_patterns: list[str] = Field(default_factory=list)
     durable_hosts: list[str] = Field(default_factory=list)
 
-    @field_validator("session_id_patterns")
+    @field_validator("session_id_patterns", "addressed_patterns")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:
@@ -62,6 +63,7 @@ class Lexicon(BaseModel):
     system_paths: frozenset[str]
     ephemeral_hosts: frozenset[str]
     session_id_patterns: tuple[str, ...]
+    addressed_patterns: tuple[str, ...]
     durable_hosts: frozenset[str]
 
     @classmethod
@@ -87,6 +89,7 @@ class Lexicon(BaseModel):
             system_paths=frozenset(union("system_paths")),
             ephemeral_hosts=frozenset(h.lower() for h in union("ephemeral_hosts")),
             session_id_patterns=tuple(union("session_id_patterns")),
+            addressed_patterns=tuple(union("addressed_patterns")),
             durable_hosts=frozenset(h.lower() for h in union("durable_hosts")),
         )
 

@@ -213,6 +213,7 @@ def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
     session_ids(shape, reach, scan)
     coined(shape, reach, scan)
     rendering(shape, scan)
+    addressed(shape, lex.addressed_patterns, scan)
     find_decisions(shape, reach, scan)
     verify_commands(contract, reach, scan)
     edge(contract, text, reach, scan)
@@ -408,6 +409,53 @@ def deictic(shape: Shape, phrases: tuple[str, ...], scan: Scan) -> None:
             )
     scan.checked["deictic-anchors"] = (
         f"{len(phrases)} anchor phrases of the lexicons searched in the prose; {hits} found"
+    )
+
+
+def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
+    """Text addressed to the certification rather than to the receiver (the lexicons'
+    `addressed_patterns`): a verdict the record announces, a claim that it is already
+    certified, an order to the refuter or to ignore the instructions around it. Every line
+    is read, fences and comments included, as `folded` reads it: an order hidden in a code
+    fence or split by a zero-width character is the same order to a model. The refuter
+    judging the text cannot be trusted to see through it (it may be steered by the very
+    text), so the lint finds it whatever the refuter answers."""
+    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    hits = 0
+    for n, raw in enumerate(shape.lines, 1):
+        line, where = folded(raw)
+        taken: list[tuple[int, int]] = []
+        for pattern in compiled:
+            for match in pattern.finditer(line):
+                if match.end() == match.start():
+                    continue
+                start, end = where[match.start()], where[match.end() - 1] + 1
+                if any(not (end <= a or start >= b) for a, b in taken):
+                    continue
+                taken.append((start, end))
+                hits += 1
+                token = raw[start:end]
+                scan.findings.append(
+                    LintFinding(
+                        _finding(
+                            token,
+                            n,
+                            start + 1,
+                            "emergent",
+                            f"'{token}' addresses the certification, not the receiver (a "
+                            "verdict, a certification claim or an order to the refuter or to "
+                            "ignore instructions): a record hands over a task, it never "
+                            "judges itself",
+                            "Drop",
+                            "remove it; a certification is the certificate's to state",
+                        ),
+                        "unresolved",
+                    )
+                )
+    scan.checked["emergent-addressed"] = (
+        f"{len(patterns)} patterns of text addressed to the certification (an announced "
+        f"verdict, a certification claim, an order to the refuter) searched in every line; "
+        f"{hits} found"
     )
 
 
@@ -755,9 +803,47 @@ def _invisible(line: str, i: int) -> bool:
     return True
 
 
+# A link reference definition (`[label]: destination "title"`) renders as nothing; one
+# whose label no link uses is there only to be hidden: the markdown comment idiom
+# (`[//]: # (…)`, `[comment]: <> (…)`).
+_LINK_DEFINITION = re.compile(r"^\s{0,3}(\[([^\]]+)\]:[ \t]*\S*)")
+
+
+def _unused_definitions(shape: Shape) -> list[tuple[int, re.Match[str]]]:
+    definitions = [
+        (n, match)
+        for n, line in enumerate(shape.lines, 1)
+        if not shape.fenced[n - 1] and (match := _LINK_DEFINITION.match(line))
+    ]
+    if not definitions:
+        return []
+    defining = {n for n, _ in definitions}
+    # Labels match case-insensitively with runs of white space as one (CommonMark).
+    body = " ".join(
+        " ".join(line for n, line in enumerate(shape.lines, 1) if n not in defining).split()
+    ).casefold()
+    return [
+        (n, match)
+        for n, match in definitions
+        if f"[{' '.join(match.group(2).split()).casefold()}]" not in body
+    ]
+
+
 def hidden_text(shape: Shape) -> list[tuple[str, int, int, str, str]]:
     """(token, line, column, why, repair note) of each hidden span of the target."""
     out: list[tuple[str, int, int, str, str]] = []
+    for n, match in _unused_definitions(shape):
+        out.append(
+            (
+                match.group(1),
+                n,
+                match.start(1) + 1,
+                "a markdown comment (a link definition no link uses): hidden when the record "
+                "is rendered, read in full by an agent receiver, so the person certifying "
+                "and the receiver see different records",
+                "move what it says into the visible text, or remove it",
+            )
+        )
     for n, line in enumerate(shape.lines, 1):
         if not line.isascii():
             for i in range(len(line)):
@@ -1036,8 +1122,12 @@ def sweep_notes(scan: Scan, contract: Contract, languages: tuple[str, ...]) -> N
         f"{len(authored) - len(awaiting)} confirmed or corrected); whether the scope claims "
         "more than the user's words is beyond the lint"
     )
+    addressed_note = scan.checked.pop("emergent-addressed", "")
     scan.checked["emergent"] = (
-        f"beyond the lint (lexicons: {', '.join(languages)}); only a model refuter sweeps it"
+        f"{addressed_note}; the rest beyond the lint (lexicons: {', '.join(languages)}); only "
+        "a model refuter sweeps it"
+        if addressed_note
+        else f"beyond the lint (lexicons: {', '.join(languages)}); only a model refuter sweeps it"
     )
 
 
