@@ -80,6 +80,11 @@ class LintFinding:
     finding: Finding
     reason: ResidualReason
     source: Literal["lint", "contract"] = "lint"
+    #: False for text the person certifying and the receiver read differently (hidden
+    #: text) and text addressed to the certification: a Defer accepts a gap the receiver
+    #: can live with, and these are no gap but a second record inside the first; only
+    #: removing them (Drop with --apply, or an edit) settles them.
+    deferrable: bool = True
 
     @property
     def key(self) -> tuple[str, str]:
@@ -450,6 +455,7 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
                             "remove it; a certification is the certificate's to state",
                         ),
                         "unresolved",
+                        deferrable=False,
                     )
                 )
     scan.checked["emergent-addressed"] = (
@@ -663,7 +669,7 @@ def coined(shape: Shape, reach: Reach, scan: Scan) -> None:
 def rendering(shape: Shape, scan: Scan) -> None:
     found = 0
 
-    def add(token: str, n: int, col: int, why: str, note: str) -> None:
+    def add(token: str, n: int, col: int, why: str, note: str, deferrable: bool = True) -> None:
         nonlocal found
         found += 1
         scan.findings.append(
@@ -679,6 +685,7 @@ def rendering(shape: Shape, scan: Scan) -> None:
                     reference="the intended plain text",
                 ),
                 "unresolved",
+                deferrable=deferrable,
             )
         )
 
@@ -752,7 +759,7 @@ def rendering(shape: Shape, scan: Scan) -> None:
         previous = line
     close_paragraph()
     for token, n, col, why, note in hidden_text(shape):
-        add(token, n, col, why, note)
+        add(token, n, col, why, note, deferrable=False)
     if shape.fence_open is not None:
         n, opener = shape.fence_open
         add(
