@@ -49,7 +49,7 @@ _EXT = (
     r"hpp|java|kt|rb|sql|csv|tsv|log|lock|html|css|xml|ipynb|rst|env|conf|gguf|db|patch|diff)"
 )
 _PATH = re.compile(
-    r"(?<![\w/.:@$~-])"
+    r"(?<![\w/.:@$~<-])"  # `</span>` is a closing tag, not the path `/span`
     r"(?:(?:~|\$\{?[A-Za-z_]+\}?|%[A-Z]+%|\.{1,2})?/+(?:[\w.@+-]+/+)*[\w.@+-]*[\w/]"  # rooted
     r"|(?:[\w@+-][\w.@+-]*/+)+(?:[\w.@+-]*[\w])?/?"  # relative with a slash
     r"|[\w-][\w.-]*\." + _EXT + r")"  # a bare file name
@@ -782,7 +782,8 @@ def rendering(shape: Shape, scan: Scan) -> None:
 # receiver). Each is a finding, so it is shown and answered, never certified past.
 _HTML_COMMENT = re.compile(r"<!--")
 _HIDDEN_ELEMENT = re.compile(
-    r"<[a-zA-Z][^>]*?(?:\shidden(?:[\s>=/]|$)|display\s*:\s*none|visibility\s*:\s*hidden"
+    r"<(?:script|style|template|noscript)\b"  # content never rendered as text
+    r"|<[a-zA-Z][^>]*?(?:\shidden(?:[\s>=/]|$)|display\s*:\s*none|visibility\s*:\s*hidden"
     r"|font-size\s*:\s*0(?![.\d]*[1-9]))",
     re.IGNORECASE,
 )
@@ -798,10 +799,43 @@ def _script(ch: str) -> str:
     return name.split(" ", 1)[0] if name else ""
 
 
+def _variation_selector(ch: str) -> bool:
+    o = ord(ch)
+    return 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF
+
+
+# Letters that render as blank space, each with the block where it is a real part of
+# writing (a Hangul jamo filler beside jamo, a blank braille cell beside braille).
+_BLANK_LETTERS = {
+    "\u3164": None,  # HANGUL FILLER
+    "\uffa0": None,  # HALFWIDTH HANGUL FILLER
+    "\u115f": (0x1100, 0x11FF),
+    "\u1160": (0x1100, 0x11FF),
+    "\u2800": (0x2801, 0x28FF),
+}
+
+
 def _invisible(line: str, i: int) -> bool:
     """A format character (zero-width space or joiner, bidi control, soft hyphen, tag
-    character, word joiner) that is not the joiner of an emoji sequence."""
+    character, word joiner) that is not the joiner of an emoji sequence; a variation
+    selector that selects nothing (after plain text, or in a run: one selector per byte is
+    how text is smuggled invisibly); a letter that renders blank outside its script."""
     ch = line[i]
+    if _variation_selector(ch):
+        before = line[i - 1] if i else ""
+        after = line[i + 1 : i + 2]
+        return (
+            not before
+            or before.isascii()
+            or _variation_selector(before)
+            or (after != "" and _variation_selector(after))
+        )
+    if ch in _BLANK_LETTERS:
+        block = _BLANK_LETTERS[ch]
+        if block is None:
+            return True
+        around = line[i - 1 : i] + line[i + 1 : i + 2]
+        return not any(block[0] <= ord(c) <= block[1] for c in around)
     if unicodedata.category(ch) != "Cf":
         return False
     if ch == "\u200d":
