@@ -219,6 +219,7 @@ def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
     coined(shape, reach, scan)
     rendering(shape, scan)
     addressed(shape, lex.addressed_patterns, scan)
+    addressed_contract(contract, lex.addressed_patterns, scan)
     find_decisions(shape, reach, scan)
     verify_commands(contract, reach, scan)
     edge(contract, text, reach, scan)
@@ -463,6 +464,42 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
         f"verdict, a certification claim, an order to the refuter) searched in every line; "
         f"{hits} found"
     )
+
+
+def addressed_contract(contract: Contract, patterns: tuple[str, ...], scan: Scan) -> None:
+    """The same search over the contract's free-text fields: they ride to the receiver in
+    the reception procedure and to the refuter beside the target, so an order to the
+    refuter or a certification claim there is the same order. Settled by the user
+    re-declaring the field (Resolve), never by a Defer."""
+    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    shown = contract.shown()
+    for name in ("role", "activity", "execution_scope", "stop_condition", "verification_commands"):
+        raw = shown[name]
+        value, where = folded(raw)
+        for pattern in compiled:
+            for match in pattern.finditer(value):
+                if match.end() == match.start():
+                    continue
+                # quoted as the field stands (zero-width characters and all)
+                token = raw[where[match.start()] : where[match.end() - 1] + 1]
+                scan.findings.append(
+                    LintFinding(
+                        Finding(
+                            quoted_token=token,
+                            location=f"contract:{name}",
+                            category="emergent",
+                            why_unresolvable=f"the contract's {name} addresses the "
+                            "certification (a verdict, a certification claim or an order to the "
+                            "refuter), not the receiver's task",
+                            advisory="Resolve",
+                            reference="the field in the user's own words, without it",
+                            repair_note="re-declare the field without it",
+                        ),
+                        "certification-leg",
+                        "contract",
+                        deferrable=False,
+                    )
+                )
 
 
 # -- definitions -----------------------------------------------------------------------------
