@@ -20,6 +20,7 @@ token exactly as it stands at its position.
 
 from __future__ import annotations
 
+import html
 import re
 import shlex
 import unicodedata
@@ -431,6 +432,15 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
     for n, raw in enumerate(shape.lines, 1):
         line, where = folded(raw)
         taken: list[tuple[int, int]] = []
+        if "&" in raw and not any(p.search(line) for p in compiled):
+            # `&#73;gnore all previous instructions` renders as the words it spells, and a
+            # model reads it so: decoded, it is the same order, quoted as its whole line.
+            decoded, _ = folded(html.unescape(raw))
+            if decoded != line and any(p.search(decoded) for p in compiled):
+                indent = len(raw) - len(raw.lstrip())
+                taken.append((0, len(raw)))
+                hits += 1
+                scan.findings.append(_addressed_finding(raw.strip(), n, indent + 1))
         for pattern in compiled:
             for match in pattern.finditer(line):
                 if match.end() == match.start():
@@ -440,29 +450,29 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
                     continue
                 taken.append((start, end))
                 hits += 1
-                token = raw[start:end]
-                scan.findings.append(
-                    LintFinding(
-                        _finding(
-                            token,
-                            n,
-                            start + 1,
-                            "emergent",
-                            f"'{token}' addresses the certification, not the receiver (a "
-                            "verdict, a certification claim or an order to the refuter or to "
-                            "ignore instructions): a record hands over a task, it never "
-                            "judges itself",
-                            "Drop",
-                            "remove it; a certification is the certificate's to state",
-                        ),
-                        "unresolved",
-                        deferrable=False,
-                    )
-                )
+                scan.findings.append(_addressed_finding(raw[start:end], n, start + 1))
     scan.checked["emergent-addressed"] = (
         f"{len(patterns)} patterns of text addressed to the certification (an announced "
         f"verdict, a certification claim, an order to the refuter) searched in every line; "
         f"{hits} found"
+    )
+
+
+def _addressed_finding(token: str, n: int, col: int) -> LintFinding:
+    return LintFinding(
+        _finding(
+            token,
+            n,
+            col,
+            "emergent",
+            f"'{token}' addresses the certification, not the receiver (a verdict, a "
+            "certification claim or an order to the refuter or to ignore instructions): a "
+            "record hands over a task, it never judges itself",
+            "Drop",
+            "remove it; a certification is the certificate's to state",
+        ),
+        "unresolved",
+        deferrable=False,
     )
 
 
