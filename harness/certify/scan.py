@@ -25,6 +25,7 @@ import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from graders.refuter import CATEGORY_IDS, Advisory, Finding, SweepRow, Verdict
@@ -39,7 +40,7 @@ from harness.certify.certificate import (
 )
 from harness.certify.contract import MINIMAL_VERB, Contract
 from harness.certify.lexicon import Lexicon
-from harness.certify.reach import Reach, Resolution
+from harness.certify.reach import MAX_SOURCE_FILE_BYTES, Reach, Resolution, read_regular
 
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>()`\"'\]]+")
 _HOSTPORT = re.compile(r"(?<![\w./-])(?:localhost|127\.0\.0\.1|0\.0\.0\.0)(?::\d+)?(?:/[^\s`)]*)?")
@@ -221,6 +222,7 @@ def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
     rendering(shape, scan)
     addressed(shape, lex.addressed_patterns, scan)
     addressed_contract(contract, lex.addressed_patterns, scan)
+    addressed_routes(lex.addressed_patterns, scan)
     find_decisions(shape, reach, scan)
     verify_commands(contract, reach, scan)
     edge(contract, text, reach, scan)
@@ -476,6 +478,56 @@ def _addressed_finding(token: str, n: int, col: int) -> LintFinding:
     )
 
 
+def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
+    """The files the target routes its receiver to (each observed path locator that is a
+    file), searched the same way: an order moved out of the target into a file it points
+    at reaches the receiver, and the refuter, all the same. The file is outside what a
+    certification may edit, so the finding sits on the route (the locator in the target):
+    route elsewhere, or change the file and certify again; never deferred."""
+    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    hits: dict[Path, tuple[int, str] | None] = {}
+    for loc in scan.locators:
+        found = loc.resolution.found
+        if loc.resolution.status != "observed" or found is None:
+            continue
+        if found not in hits:
+            hits[found] = _first_addressed(found, compiled)
+        hit = hits[found]
+        if hit is None:
+            continue
+        line, quoted = hit
+        scan.findings.append(
+            LintFinding(
+                _finding(
+                    loc.token,
+                    loc.line,
+                    loc.col,
+                    "emergent",
+                    f"the file it routes the receiver to ({loc.token}) addresses the "
+                    f"certification at line {line} ('{quoted}'): the receiver follows the "
+                    "route and reads it",
+                    "Route",
+                    "route to a record without it, or change the file and certify again",
+                ),
+                "exposure",
+                deferrable=False,
+            )
+        )
+
+
+def _first_addressed(path: Path, compiled: list[re.Pattern[str]]) -> tuple[int, str] | None:
+    data = read_regular(path, MAX_SOURCE_FILE_BYTES)
+    if data is None or b"\x00" in data[:8192]:
+        return None
+    for n, raw in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
+        line, _ = folded(raw)
+        for pattern in compiled:
+            match = pattern.search(line)
+            if match is not None:
+                return n, match.group()[:80]
+    return None
+
+
 def addressed_contract(contract: Contract, patterns: tuple[str, ...], scan: Scan) -> None:
     """The same search over the contract's free-text fields: they ride to the receiver in
     the reception procedure and to the refuter beside the target, so an order to the
@@ -683,9 +735,14 @@ def coined(shape: Shape, reach: Reach, scan: Scan) -> None:
             candidates.append((match.start(), token, False))
         for match in _CAMEL.finditer(line):
             candidates.append((match.start(), match.group(1), True))
+        in_paths = [
+            (loc.col - 1, loc.col - 1 + len(loc.token)) for loc in scan.locators if loc.line == n
+        ]
         for start, token, camel in sorted(candidates):
             if token in seen or original[start : start + len(token)] != token:
                 continue
+            if any(a <= start < b for a, b in in_paths):
+                continue  # `NOTES.md`, `MyWidget.java`: a file's name, judged as a path
             seen.add(token)
             checked += 1
             if token in lex.known_acronyms:
