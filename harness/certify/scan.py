@@ -25,6 +25,7 @@ import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -421,6 +422,13 @@ def deictic(shape: Shape, phrases: tuple[str, ...], scan: Scan) -> None:
     )
 
 
+@cache
+def _addressed_regex(patterns: tuple[str, ...]) -> list[re.Pattern[str]]:
+    """The lexicons' patterns, compiled once per process (one by one: Python's engine runs
+    each faster alone than all in one alternation)."""
+    return [re.compile(p, re.IGNORECASE) for p in patterns]
+
+
 def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
     """Text addressed to the certification rather than to the receiver (the lexicons'
     `addressed_patterns`): a verdict the record announces, a claim that it is already
@@ -429,7 +437,7 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
     fence or split by a zero-width character is the same order to a model. The refuter
     judging the text cannot be trusted to see through it (it may be steered by the very
     text), so the lint finds it whatever the refuter answers."""
-    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    compiled = _addressed_regex(patterns)
     hits = 0
     for n, raw in enumerate(shape.lines, 1):
         line, where = folded(raw)
@@ -484,7 +492,7 @@ def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
     at reaches the receiver, and the refuter, all the same. The file is outside what a
     certification may edit, so the finding sits on the route (the locator in the target):
     route elsewhere, or change the file and certify again; never deferred."""
-    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    compiled = _addressed_regex(patterns)
     hits: dict[Path, tuple[int, str] | None] = {}
     for loc in scan.locators:
         found = loc.resolution.found
@@ -515,16 +523,28 @@ def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
         )
 
 
+# The format characters (Unicode category Cf) `folded` drops, as ranges: a whole file is
+# cleaned in one pass instead of character by character.
+_FORMAT_CHARS = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]"
+)
+
+
 def _first_addressed(path: Path, compiled: list[re.Pattern[str]]) -> tuple[int, str] | None:
+    """(line, quote) of the first text addressed to the certification in the file."""
     data = read_regular(path, MAX_SOURCE_FILE_BYTES)
     if data is None or b"\x00" in data[:8192]:
         return None
-    for n, raw in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
-        line, _ = folded(raw)
-        for pattern in compiled:
-            match = pattern.search(line)
-            if match is not None:
-                return n, match.group()[:80]
+    text = data.decode("utf-8", errors="replace")
+    if not text.isascii():
+        text = _FORMAT_CHARS.sub("", unicodedata.normalize("NFKC", text))
+    for pattern in compiled:
+        match = pattern.search(text)
+        if match is not None:
+            return text.count("\n", 0, match.start()) + 1, match.group()[:80]
     return None
 
 
@@ -533,7 +553,7 @@ def addressed_contract(contract: Contract, patterns: tuple[str, ...], scan: Scan
     the reception procedure and to the refuter beside the target, so an order to the
     refuter or a certification claim there is the same order. Settled by the user
     re-declaring the field (Resolve), never by a Defer."""
-    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    compiled = _addressed_regex(patterns)
     shown = contract.shown()
     for name in ("role", "activity", "execution_scope", "stop_condition", "verification_commands"):
         raw = shown[name]
