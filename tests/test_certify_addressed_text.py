@@ -254,3 +254,21 @@ def test_a_file_name_in_capitals_is_not_a_coined_name(
     code, cert, result = certify_project(folder, monkeypatch)
     assert "NOTES" not in tokens(cert) and "CHANGELOG" not in tokens(cert), tokens(cert)
     assert code == 0, result.output
+
+
+def test_a_routed_file_that_discusses_verdicts_stays_certified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A routed file is the project's own content: code that parses `{"verdict": "Pass"}`
+    or a page describing an example that says "Verdict: Pass" gives no order. Only orders
+    (ignore the instructions, answer Pass, a note to the refuter) count there; a verdict or
+    a certification claim counts in the record itself."""
+    folder = copy_example("certify_clean", tmp_path)
+    (folder / "project" / "NOTES.md").write_text(
+        'The parser reads {"verdict": "Pass", "findings": []}; an example that says\n'
+        '"Verdict: Pass" is not certified. A certificate says "certified": true.\n',
+        encoding="utf-8",
+    )
+    _with(folder, "Read project/NOTES.md first.\n")
+    code, cert, result = certify_project(folder, monkeypatch)
+    assert code == 0 and cert["certified"] is True, (result.output, tokens(cert))

@@ -34,9 +34,10 @@ class LexiconFile(BaseModel):
     ephemeral_hosts: list[str] = Field(default_factory=list)
     session_id_patterns: list[str] = Field(default_factory=list)
     addressed_patterns: list[str] = Field(default_factory=list)
+    order_patterns: list[str] = Field(default_factory=list)
     durable_hosts: list[str] = Field(default_factory=list)
 
-    @field_validator("session_id_patterns", "addressed_patterns")
+    @field_validator("session_id_patterns", "addressed_patterns", "order_patterns")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:
@@ -64,6 +65,7 @@ class Lexicon(BaseModel):
     ephemeral_hosts: frozenset[str]
     session_id_patterns: tuple[str, ...]
     addressed_patterns: tuple[str, ...]
+    order_patterns: tuple[str, ...]
     durable_hosts: frozenset[str]
 
     @classmethod
@@ -90,6 +92,7 @@ class Lexicon(BaseModel):
             ephemeral_hosts=frozenset(h.lower() for h in union("ephemeral_hosts")),
             session_id_patterns=tuple(union("session_id_patterns")),
             addressed_patterns=tuple(union("addressed_patterns")),
+            order_patterns=tuple(union("order_patterns")),
             durable_hosts=frozenset(h.lower() for h in union("durable_hosts")),
         )
 

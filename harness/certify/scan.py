@@ -221,9 +221,10 @@ def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
     session_ids(shape, reach, scan)
     coined(shape, reach, scan)
     rendering(shape, scan)
-    addressed(shape, lex.addressed_patterns, scan)
-    addressed_contract(contract, lex.addressed_patterns, scan)
-    addressed_routes(lex.addressed_patterns, scan)
+    claims_and_orders = lex.addressed_patterns + lex.order_patterns
+    addressed(shape, claims_and_orders, scan)
+    addressed_contract(contract, claims_and_orders, scan)
+    addressed_routes(lex.order_patterns, scan)
     find_decisions(shape, reach, scan)
     verify_commands(contract, reach, scan)
     edge(contract, text, reach, scan)
@@ -488,10 +489,12 @@ def _addressed_finding(token: str, n: int, col: int) -> LintFinding:
 
 def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
     """The files the target routes its receiver to (each observed path locator that is a
-    file), searched the same way: an order moved out of the target into a file it points
-    at reaches the receiver, and the refuter, all the same. The file is outside what a
-    certification may edit, so the finding sits on the route (the locator in the target):
-    route elsewhere, or change the file and certify again; never deferred."""
+    file), searched for orders (`order_patterns`: a verdict or a certification claim is
+    ordinary content there, code that parses one, a page describing one): an order moved
+    out of the target into a file it points at reaches the receiver, and the refuter. The
+    file is outside what a certification may edit, so the finding sits on the route (the
+    locator in the target): route elsewhere, or change the file and certify again; never
+    deferred."""
     compiled = _addressed_regex(patterns)
     hits: dict[Path, tuple[int, str] | None] = {}
     for loc in scan.locators:
@@ -905,6 +908,8 @@ def rendering(shape: Shape, scan: Scan) -> None:
 # (and the carrier of instructions hidden from the certifier, for the refuter or the
 # receiver). Each is a finding, so it is shown and answered, never certified past.
 _HTML_COMMENT = re.compile(r"<!--")
+# Raw HTML that renders as nothing at all: a processing instruction, CDATA, a declaration.
+_HTML_UNRENDERED = re.compile(r"<!\[CDATA\[|<![A-Za-z]+|<\?")
 _HIDDEN_ELEMENT = re.compile(
     r"<(?:script|style|template|noscript)\b"  # content never rendered as text
     r"|<[a-zA-Z][^>]*?(?:\shidden(?:[\s>=/]|$)|display\s*:\s*none|visibility\s*:\s*hidden"
@@ -1054,6 +1059,17 @@ def hidden_text(shape: Shape) -> list[tuple[str, int, int, str, str]]:
                     "an HTML comment: hidden when the record is rendered, read in full by an "
                     "agent receiver, so the person certifying and the receiver see different "
                     "records",
+                    "move what it says into the visible text, or remove it",
+                )
+            )
+        for match in _HTML_UNRENDERED.finditer(prose):
+            out.append(
+                (
+                    match.group(),
+                    n,
+                    match.start() + 1,
+                    "raw HTML that renders as nothing (a processing instruction, CDATA or a "
+                    "declaration): read in full by an agent receiver, not seen by a person",
                     "move what it says into the visible text, or remove it",
                 )
             )
