@@ -122,6 +122,15 @@ def test_true_residuals_stay_flagged(tmp_path: Path) -> None:
         assert found.get(token, ("", ""))[1] == "unresolvable-references", (token, found)
 
 
+def test_slash_words_anchored_in_a_real_folder_are_a_path(tmp_path: Path) -> None:
+    """`src/core/engine` whose `src` is a folder the receiver has: a pointer into it, so
+    its missing rest is a residual; `pass/fail/unknown` has no such anchor."""
+    (tmp_path / "src" / "src").mkdir(parents=True)
+    found = findings("See src/core/engine and pass/fail/unknown.\n", tmp_path)
+    assert found.get("src/core/engine", ("", ""))[1] == "unresolvable-references", found
+    assert "pass/fail/unknown" not in found
+
+
 def test_slash_words_that_exist_are_routed_not_dropped(tmp_path: Path) -> None:
     (tmp_path / "src" / "pass" / "fail").mkdir(parents=True)
     (tmp_path / "src" / "pass" / "fail" / "unknown").write_text("x\n")

@@ -268,7 +268,7 @@ def scan_locators(shape: Shape, reach: Reach, scan: Scan) -> None:
                 taken.append((start, end))
                 found.append((start, token, resolve(token)))
         for start, token, resolution in sorted(found):
-            if resolution.missing and not_a_reference(shape, reach.lexicon, n, start, token):
+            if resolution.missing and not_a_reference(shape, reach, n, start, token):
                 continue
             count[resolution.status] += 1
             scan.locators.append(Locator(token, n, start + 1, resolution))
@@ -314,11 +314,13 @@ _SLASH_WORDS = re.compile(r"[A-Za-z]+(?:/[A-Za-z]+)+")
 _GLOSSED = re.compile(r"(\*\*|__|\*|_)[^*_\n]+?\1\s*\(\s*`?$")
 
 
-def not_a_reference(shape: Shape, lex: Lexicon, n: int, start: int, token: str) -> bool:
+def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) -> bool:
     """Whether `token` (at line `n`, 0-based column `start`), which names nothing in the
     reach, is a word of the record rather than a pointer handed to the receiver:
 
-    * words joined by slashes (`pass/fail/unknown`): no extension, no trailing slash;
+    * words joined by slashes (`pass/fail/unknown`): no extension, no trailing slash, and
+      no first word naming a folder the reach holds (`src/core/engine` with a `src` is a
+      pointer into it);
     * a bare file name glossing an emphasized term (`**Task file** (`task.toml`, …)`);
     * a value inside a quoted sample: a data fence (a layout, a TOML example; not a shell
       fence, a `$ ` prompt line or a line starting with a command word) or a code span
@@ -326,8 +328,9 @@ def not_a_reference(shape: Shape, lex: Lexicon, n: int, start: int, token: str) 
 
     A command the receiver runs, a bare name in a sentence ("read notes.md") and a folder
     with its trailing slash stay references."""
+    lex = reach.lexicon
     if _SLASH_WORDS.fullmatch(token):
-        return True
+        return reach.resolve_path(token.split("/", 1)[0]).missing
     line = shape.lines[n - 1]
     if "/" not in token and _GLOSSED.search(line[:start]):
         return True
