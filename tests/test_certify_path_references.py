@@ -97,6 +97,7 @@ TRUE_RESIDUALS = (
     "secret = ELSEWHERE\n"
     "```\n\n"
     'Set `log = "/tmp/trace.log"`; the old words are in/out/err/ and a/b/c.py.\n'
+    "The guide is <docs/missing.md>; wrap keys in <kbd>Ctrl</kbd>.\n"
 )
 
 
@@ -118,6 +119,7 @@ def test_true_residuals_stay_flagged(tmp_path: Path) -> None:
         "/tmp/trace.log",
         "in/out/err/",  # a trailing slash: a folder, not words
         "a/b/c.py",
+        "docs/missing.md",  # in angle brackets, not a closing tag
     ):
         assert found.get(token, ("", ""))[1] == "unresolvable-references", (token, found)
 

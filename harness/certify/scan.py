@@ -52,7 +52,7 @@ _EXT = (
     r"hpp|java|kt|rb|sql|csv|tsv|log|lock|html|css|xml|ipynb|rst|env|conf|gguf|db|patch|diff)"
 )
 _PATH = re.compile(
-    r"(?<![\w/.:@$~<-])"  # `</span>` is a closing tag, not the path `/span`
+    r"(?<![\w/.:@$~-])(?:(?<!<)|(?!/))"  # `</span>` is a closing tag, not the path `/span`
     r"(?:(?:~|\$\{?[A-Za-z_]+\}?|%[A-Z]+%|\.{1,2})?/+(?:[\w.@+-]+/+)*[\w.@+-]*[\w/]"  # rooted
     r"|(?:[\w@+-][\w.@+-]*/+)+(?:[\w.@+-]*[\w])?/?"  # relative with a slash
     r"|[\w-][\w.-]*\." + _EXT + r")"  # a bare file name
