@@ -68,7 +68,11 @@ def test_a_pass_citing_a_file_it_never_opened_is_no_verdict(tmp_path: Path) -> N
     client = Capturing([reply(_citing("granted/1-src/fizz.py"))] * 3)
     outcome = asyncio.run(session(client, tmp_path).verdict(inputs(tmp_path)))
     assert outcome.verdict is None
-    assert "cites granted/1-src/fizz.py, which it never opened" in (outcome.reason or "")
+    assert "cites 1 granted file(s) as checked that it never opened" in (outcome.reason or "")
+    # The reply's own text never comes back to the refuter as a runtime line.
+    text = "\n".join(m.content for m in client.requests[2].messages)
+    [line] = [x for x in text.split("\n") if "previous dispatch" in x]
+    assert "fizz.py" not in (outcome.reason or "") and "fizz.py" not in line
 
 
 def test_a_pass_citing_what_it_opened_or_listed_stands(tmp_path: Path) -> None:

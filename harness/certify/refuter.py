@@ -363,10 +363,12 @@ class RefuterSession:
                     verdict = parse_verdict(text, inputs.shown(), realization="refuter-subagent")
                     unopened = unopened_citations(verdict, evidence) if verdict.passed else []
                     if unopened:
+                        # Counted, never quoted: the problems go back to the refuter as a
+                        # runtime line, and the paths are the reply's own text.
                         raise InvalidVerdict(
                             [
-                                f"the sweep cites {path}, which it never opened"
-                                for path in unopened[:5]
+                                f"the sweep cites {len(unopened)} granted file(s) as checked "
+                                "that it never opened, listed or grepped"
                             ]
                         )
                 except InvalidVerdict as invalid:
