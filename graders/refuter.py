@@ -272,7 +272,9 @@ def verdict_problems(answer: _Answer, shown: Shown, realization: Realization) ->
     bare = [r.category for r in answer.sweep if 0 < len(_WORDS.findall(r.checked)) < 2]
     bare += [r.category for r in answer.sweep if r.checked.strip() and not _WORDS.search(r.checked)]
     if bare:
-        problems.append(f"sweep row(s) {', '.join(bare[:3])}: says nothing of what was checked")
+        # Named only by the checklist's own ids, never by the reply's text.
+        named = [c for c in CATEGORY_IDS if c in bare][:3] or [f"{len(bare)} row(s)"]
+        problems.append(f"sweep row(s) {', '.join(named)}: says nothing of what was checked")
     if any(row.status == "beyond-lint" for row in answer.sweep):
         problems.append("only the lint may mark a category beyond its reach")
     status = {row.category: row.status for row in answer.sweep}
