@@ -85,6 +85,22 @@ def test_vocabulary_that_looks_like_a_path_is_not_a_residual(token: str, tmp_pat
     assert token not in found, found[token]
 
 
+def test_placeholders_and_globs_are_not_residuals(tmp_path: Path) -> None:
+    """`ilh run TASK` … `TASK.toml`, `runs/RUN/owner.lock`: the capitals are a metavariable
+    the record uses on its own, so the path is a pattern, not a file; so is `*_test.py`.
+    A capitalized name never used on its own (`NOTES.md`) is still a file."""
+    text = (
+        "Run `ilh run TASK`; TASK is the task file, `TASK.toml` in the examples.\n"
+        "Resume RUN with `ilh run --resume RUN`; its lock is `runs/RUN/owner.lock`.\n"
+        "Test files (`test_*.py`, `*_test.py`) are restored.\n"
+        "Read NOTES.md first.\n"
+    )
+    found = findings(text, tmp_path)
+    for token in ("TASK.toml", "runs/RUN/owner.lock", "_test.py"):
+        assert token not in found, (token, found)
+    assert found.get("NOTES.md", ("", ""))[1] == "unresolvable-references", found
+
+
 TRUE_RESIDUALS = (
     "Read notes.md for the plan, then missing/gone.py and docs/api/guide/.\n\n"
     "The settings (`config.py`) hold the ports.\n\n"

@@ -322,6 +322,9 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
       no first word naming a folder the reach holds (`src/core/engine` with a `src` is a
       pointer into it);
     * a bare file name glossing an emphasized term (`**Task file** (`task.toml`, …)`);
+    * a pattern: the tail of a glob (`*_test.py`), or a placeholder, a part in capitals
+      the record also uses on its own as a metavariable (`ilh run TASK` … `TASK.toml`,
+      `runs/RUN/owner.lock`);
     * a value inside a quoted sample: a data fence (a layout, a TOML example; not a shell
       fence, a `$ ` prompt line or a line starting with a command word) or a code span
       holding a `key = value` line.
@@ -332,6 +335,10 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
     if _SLASH_WORDS.fullmatch(token):
         return reach.resolve_path(token.split("/", 1)[0]).missing
     line = shape.lines[n - 1]
+    if start > 0 and line[start - 1] in "*?]}":
+        return True  # the tail of a glob (`*_test.py`): a pattern of names, not a file
+    if _placeholder(token, "\n".join(shape.lines)):
+        return True
     if "/" not in token and _GLOSSED.search(line[:start]):
         return True
     if shape.fenced[n - 1]:
@@ -340,6 +347,21 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
         if a < start < b:
             body = line[a:b].strip("`")
             return bool(_ASSIGNMENT.match(body))
+    return False
+
+
+_CAPITALS = re.compile(r"[A-Z][A-Z0-9_]+")
+
+
+def _placeholder(token: str, text: str) -> bool:
+    """Whether a part of `token` in capitals (a folder, or a file's stem) stands on its own
+    elsewhere in `text`, as a metavariable does; `NOTES.md` alone is a file's name."""
+    for part in token.strip("/").split("/"):
+        stem = part.split(".", 1)[0]
+        if _CAPITALS.fullmatch(stem) and re.search(
+            rf"(?<![\w./-]){re.escape(stem)}(?![\w./-])", text
+        ):
+            return True
     return False
 
 
