@@ -88,15 +88,17 @@ def test_vocabulary_that_looks_like_a_path_is_not_a_residual(token: str, tmp_pat
 def test_placeholders_and_globs_are_not_residuals(tmp_path: Path) -> None:
     """`ilh run TASK` … `TASK.toml`, `runs/RUN/owner.lock`: the capitals are a metavariable
     the record uses on its own, so the path is a pattern, not a file; so is `*_test.py`.
-    A capitalized name never used on its own (`NOTES.md`) is still a file."""
+    A capitalized name never used on its own (`NOTES.md`) is still a file. Command-line
+    options joined by a slash (`--refuter-tokens/-time/-calls`) are options."""
     text = (
         "Run `ilh run TASK`; TASK is the task file, `TASK.toml` in the examples.\n"
         "Resume RUN with `ilh run --resume RUN`; its lock is `runs/RUN/owner.lock`.\n"
         "Test files (`test_*.py`, `*_test.py`) are restored.\n"
         "Read NOTES.md first.\n"
+        "Its budget flags are `--refuter-tokens/-time/-calls` and --out/--port.\n"
     )
     found = findings(text, tmp_path)
-    for token in ("TASK.toml", "runs/RUN/owner.lock", "_test.py"):
+    for token in ("TASK.toml", "runs/RUN/owner.lock", "_test.py", "--refuter-tokens/-time/-calls"):
         assert token not in found, (token, found)
     assert found.get("NOTES.md", ("", ""))[1] == "unresolvable-references", found
 

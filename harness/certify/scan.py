@@ -378,6 +378,8 @@ def _command_line(line: str, fence: str | None, lex: Lexicon) -> bool:
 def _pathlike(token: str, is_path: bool) -> bool:
     if not is_path:
         return True
+    if token.startswith("-"):
+        return False  # `--refuter-tokens/-time/-calls`, `--out/--port`: options, not a path
     if token.startswith(("/", "~", "$", "%", "./", "../")):
         return len(token) > 1 and any(c.isalpha() for c in token)
     parts = [p for p in token.split("/") if p]
