@@ -18,16 +18,20 @@ The answer is hostile input. It is a verdict only when every rule below holds; a
 else is *no verdict* (DIYLISIS: "a verdict missing the sweep trace or the realization
 is no verdict — re-dispatch, never default to Pass"):
 
-* one JSON object (bare, or alone in one ```json fence), no unknown keys;
+* one JSON object (bare, or alone in one ```json fence), no unknown keys, no key twice
+  (`"verdict": "Fail", …, "verdict": "Pass"` is two answers in one);
 * `realization` present and the one the harness dispatched;
 * the sweep names each of the eleven categories exactly once, each with a non-empty
-  `checked` (what was actually checked), and nothing else;
+  `checked` (what was actually checked: at least two words, and not one text copied
+  into every row), and nothing else;
 * every finding has every field non-empty, a known category whose sweep row says
   `finding`, exactly one advisory tag, a `reference` when it advises Resolve, and a
   `(quoted_token, location)` that exists: `line:col` in the target (the token starts at
   that column), or `contract:<field>`, `edge:verb`, `judgment:<n>` naming text the
   refuter was shown;
-* Pass carries no finding and no sweep row saying `finding`; Fail carries a finding.
+* Pass carries no finding and no sweep row saying `finding`; Fail carries a finding;
+* (checked by the session, which knows its tool calls: `unopened_citations`) a Pass cites
+  as checked no granted file that its tool calls never opened, listed or grepped.
 
 The problems are the harness's own words and never quote the answer, so text the refuter
 copied out of the target cannot come back to it as a runtime line.
@@ -75,6 +79,8 @@ CATEGORY_IDS: tuple[str, ...] = tuple(c for c, _ in CATEGORIES)
 MAX_FINDINGS = 200
 MAX_FIELD_CHARS = 4000
 _LOCATION = re.compile(r"^(\d{1,7}):(\d{1,7})$")
+_WORDS = re.compile(r"[^\W\d_]+")
+_GRANTED_PATH = re.compile(r"(?<![\w/.-])(?:\./)?(granted/[\w./@+-]*[\w/])")
 _FENCE = re.compile(r"^```(?:json)?\s*\n(.*)\n```\s*$", re.DOTALL)
 
 
@@ -189,18 +195,33 @@ def _located(finding: Finding, shown: Shown) -> bool:
     return token_at(shown.target, where, token)
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _no_repeated_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    # `{"verdict": "Fail", …, "verdict": "Pass"}` is two answers in one; json.loads would
+    # quietly keep the last.
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise _RepeatedKey()
+    return dict(pairs)
+
+
 def _json_object(text: str) -> object:
     body = text.strip()
     fenced = _FENCE.match(body)
     if fenced is not None:
         body = fenced.group(1)
-    return json.loads(body)
+    return json.loads(body, object_pairs_hook=_no_repeated_keys)
 
 
 def parse_verdict(text: str, shown: Shown, *, realization: Realization) -> Verdict:
     """The refuter's reply as a verdict, or `InvalidVerdict` saying why it is none."""
     try:
         raw = _json_object(text)
+    except _RepeatedKey:
+        raise InvalidVerdict(["the reply repeats a key (two answers in one)"]) from None
     except (json.JSONDecodeError, RecursionError):
         raise InvalidVerdict(["the reply is not one JSON object"]) from None
     if not isinstance(raw, dict):
@@ -244,6 +265,16 @@ def verdict_problems(answer: _Answer, shown: Shown, realization: Realization) ->
         problems.append(f"the sweep repeats categories: {', '.join(repeated)}")
     if any(not row.checked.strip() for row in answer.sweep):
         problems.append("a sweep row has an empty 'checked'")
+    # The sweep is the verdict's evidence: what was checked, category by category. One text
+    # copied into every row, or a bare word ("ok", "clear"), says nothing was.
+    elif len(answer.sweep) > 1 and len({" ".join(r.checked.split()) for r in answer.sweep}) == 1:
+        problems.append("the sweep says the same text in every row, not what each checked")
+    bare = [r.category for r in answer.sweep if 0 < len(_WORDS.findall(r.checked)) < 2]
+    bare += [r.category for r in answer.sweep if r.checked.strip() and not _WORDS.search(r.checked)]
+    if bare:
+        # Named only by the checklist's own ids, never by the reply's text.
+        named = [c for c in CATEGORY_IDS if c in bare][:3] or [f"{len(bare)} row(s)"]
+        problems.append(f"sweep row(s) {', '.join(named)}: says nothing of what was checked")
     if any(row.status == "beyond-lint" for row in answer.sweep):
         problems.append("only the lint may mark a category beyond its reach")
     status = {row.category: row.status for row in answer.sweep}
@@ -269,3 +300,15 @@ def verdict_problems(answer: _Answer, shown: Shown, realization: Realization) ->
     elif not answer.findings:
         problems.append("a Fail names at least one finding")
     return problems
+
+
+def unopened_citations(verdict: Verdict, evidence: str) -> list[str]:
+    """The granted files a verdict's sweep cites as checked that appear nowhere in
+    `evidence` (the arguments and output of the refuter's successful tool calls in that
+    dispatch). The target is shown in full, so only `granted/…` paths need a tool call: a
+    Pass that cites a file it never opened, listed or grepped claims evidence it lacks."""
+    cited: dict[str, None] = {}
+    for row in verdict.sweep:
+        for match in _GRANTED_PATH.finditer(row.checked):
+            cited.setdefault(match.group(1).rstrip("/."), None)
+    return [path for path in cited if path not in evidence]

@@ -10,6 +10,7 @@ says so rather than pretending to have fetched them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,13 @@ def _read_certificate(path: Path) -> tuple[dict[str, object], Certificate]:
     except UnicodeDecodeError as err:
         raise InputError(path, "E300", f"not UTF-8 (byte {err.start})") from None
     raw = parse_json(text, path)
+    repeated = _repeated_key(text)
+    if repeated is not None:
+        # A key written twice reads one way to a first-wins reader and another to ilh
+        # (last wins), and the seal covers only what ilh kept: one file, two certificates.
+        raise InputError(
+            path, "E303", f"not a certificate: it writes the key {repeated!r} twice in one object"
+        )
     try:
         certificate = Certificate.model_validate(raw)
     except ValidationError as err:
@@ -41,6 +49,33 @@ def _read_certificate(path: Path) -> tuple[dict[str, object], Certificate]:
         raise InputError(path, "E303", f"not a certificate: {where}: {first['msg']}") from None
     # Validation accepted it as a model, so the JSON was an object.
     return raw, certificate
+
+
+class _Repeated(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _Repeated(key)
+        seen.add(key)
+    return dict(pairs)
+
+
+def _repeated_key(text: str) -> str | None:
+    """The first key written twice in one object of the JSON `text` (already parsed once,
+    so it is JSON), or None."""
+    try:
+        json.loads(text, object_pairs_hook=_unique_keys)
+    except _Repeated as repeated:
+        return repeated.key
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 def load_certificate(path: Path) -> Certificate:

@@ -30,11 +30,14 @@ class LexiconFile(BaseModel):
     command_words: list[str] = Field(default_factory=list)
     edge_words: list[str] = Field(default_factory=list)
     ephemeral_roots: list[str] = Field(default_factory=list)
+    system_paths: list[str] = Field(default_factory=list)
     ephemeral_hosts: list[str] = Field(default_factory=list)
     session_id_patterns: list[str] = Field(default_factory=list)
+    addressed_patterns: list[str] = Field(default_factory=list)
+    order_patterns: list[str] = Field(default_factory=list)
     durable_hosts: list[str] = Field(default_factory=list)
 
-    @field_validator("session_id_patterns")
+    @field_validator("session_id_patterns", "addressed_patterns", "order_patterns")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
         for pattern in patterns:
@@ -58,8 +61,11 @@ class Lexicon(BaseModel):
     command_words: frozenset[str]
     edge_words: frozenset[str]
     ephemeral_roots: tuple[str, ...]
+    system_paths: frozenset[str]
     ephemeral_hosts: frozenset[str]
     session_id_patterns: tuple[str, ...]
+    addressed_patterns: tuple[str, ...]
+    order_patterns: tuple[str, ...]
     durable_hosts: frozenset[str]
 
     @classmethod
@@ -82,8 +88,11 @@ class Lexicon(BaseModel):
             command_words=frozenset(union("command_words")),
             edge_words=frozenset(w.lower() for w in union("edge_words")),
             ephemeral_roots=tuple(union("ephemeral_roots")),
+            system_paths=frozenset(union("system_paths")),
             ephemeral_hosts=frozenset(h.lower() for h in union("ephemeral_hosts")),
             session_id_patterns=tuple(union("session_id_patterns")),
+            addressed_patterns=tuple(union("addressed_patterns")),
+            order_patterns=tuple(union("order_patterns")),
             durable_hosts=frozenset(h.lower() for h in union("durable_hosts")),
         )
 

@@ -415,6 +415,14 @@ class Certifier:
                 answer=answer.model_dump(mode="json"),
                 finding=finding.model_dump(mode="json"),
             )
+            if answer.tag == "Defer" and not item.deferrable:
+                state.notes.append(
+                    f"{finding.quoted_token!r}: hidden text or text addressed to the "
+                    "certification cannot be deferred (the receiver would read what the "
+                    "person certifying does not); Drop it with --apply, or edit the record"
+                )
+                residuals.append(self.residual(item, answer))
+                continue
             if answer.tag == "Defer":
                 residuals.append(self.defer(state, item, answer))
                 changed = True

@@ -10,6 +10,9 @@ Reach is the target and the granted sources (`--source`), nothing else. A locato
 * **failed** when its class is temp, cache, scratch or session-scoped (`/tmp/…`,
   `~/.cache/…`, `localhost:…`), author-private (`~/…`), outside the granted sources, or
   names nothing that exists in them.
+
+A standard system path (`/bin/sh`, `/dev/null`: the lexicon's `system_paths`) is
+unobserved: the receiver's own system provides it.
 """
 
 from __future__ import annotations
@@ -80,6 +83,10 @@ class Resolution:
     why: str
     kind: RefKind
     found: Path | None = None
+    #: Failed only because nothing by that name exists in the reach (no tethered root, not
+    #: outside it): the one failure a word shaped like a path also produces, so the scan
+    #: may still decide the token was never a reference (`harness.certify.scan`).
+    missing: bool = False
 
 
 @dataclass
@@ -186,6 +193,14 @@ class Reach:
             return Resolution(
                 "failed", "rooted in an environment variable of the author's session", "path"
             )
+        if posixpath.normpath(locator) in self.lexicon.system_paths:
+            # `/bin/sh -c`, `> /dev/null`: an interface of every receiver's own system, not
+            # a file of the author's the record would have to grant.
+            return Resolution(
+                "unobserved",
+                "a standard system path: the receiver's own system provides it",
+                "path",
+            )
         if not self.sources and self.target_path is None:
             return Resolution(
                 "failed", "no source is granted (--source), so nothing resolves", "path"
@@ -214,7 +229,9 @@ class Reach:
                 "exists here, but outside the granted sources: the receiver is not given it",
                 "path",
             )
-        return Resolution("failed", "names nothing that exists in the granted sources", "path")
+        return Resolution(
+            "failed", "names nothing that exists in the granted sources", "path", missing=True
+        )
 
     def resolve_url(self, locator: str) -> Resolution:
         try:

@@ -47,6 +47,7 @@ from graders.refuter import (
     Verdict,
     checklist_text,
     parse_verdict,
+    unopened_citations,
 )
 from harness.certify.certificate import ActivationEdge, DecisionRecord, RouteJudgment
 from harness.certify.contract import Contract
@@ -341,7 +342,7 @@ class RefuterSession:
             for dispatch_n in range(1, MAX_DISPATCHES + 1):
                 outcome.dispatches = dispatch_n
                 try:
-                    text = await self._converse(inputs, ws, correction)
+                    text, evidence = await self._converse(inputs, ws, correction)
                 except _NoAnswer as stop:
                     outcome.problems.append(str(stop))
                     self.record(
@@ -360,6 +361,16 @@ class RefuterSession:
                     continue
                 try:
                     verdict = parse_verdict(text, inputs.shown(), realization="refuter-subagent")
+                    unopened = unopened_citations(verdict, evidence) if verdict.passed else []
+                    if unopened:
+                        # Counted, never quoted: the problems go back to the refuter as a
+                        # runtime line, and the paths are the reply's own text.
+                        raise InvalidVerdict(
+                            [
+                                f"the sweep cites {len(unopened)} granted file(s) as checked "
+                                "that it never opened, listed or grepped"
+                            ]
+                        )
                 except InvalidVerdict as invalid:
                     outcome.problems.extend(invalid.problems)
                     correction = "; ".join(invalid.problems)
@@ -396,8 +407,13 @@ class RefuterSession:
             )
         return outcome
 
-    async def _converse(self, inputs: RefuterInputs, ws: Workspace, correction: str | None) -> str:
+    async def _converse(
+        self, inputs: RefuterInputs, ws: Workspace, correction: str | None
+    ) -> tuple[str, str]:
+        """The dispatch's final text, and its evidence: the arguments and output of every
+        tool call that succeeded (what a Pass may cite as opened)."""
         history: list[Segment] = []
+        evidence: list[str] = []
         tools = tuple(tool_specs(read_only=True))
         for _turn in range(MAX_TURNS):
             exhausted = self.ledger.exhausted()
@@ -453,10 +469,13 @@ class RefuterSession:
                 Segment(provenance=Provenance.GRADER, text=reply.text, tool_calls=reply.tool_calls)
             )
             if not reply.tool_calls:
-                return reply.text
+                return reply.text, "\n".join(evidence)
             for call in reply.tool_calls:
                 result = dispatch(ws, call, timeout_s=TOOL_TIMEOUT_S, read_only=True)
                 self._record_tool(result)
+                if result.ok:
+                    path = str(call.arguments.get("path", "")).removeprefix("./")
+                    evidence.append(f"{path}\n{result.output}")
                 history.append(tool_result_segment(result))
         raise _NoAnswer(f"no answer after {MAX_TURNS} calls (it kept calling tools)")
 

@@ -20,10 +20,13 @@ token exactly as it stands at its position.
 
 from __future__ import annotations
 
+import html
 import re
 import shlex
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Literal
 
 from graders.refuter import CATEGORY_IDS, Advisory, Finding, SweepRow, Verdict
@@ -37,7 +40,8 @@ from harness.certify.certificate import (
     ValueVerdict,
 )
 from harness.certify.contract import MINIMAL_VERB, Contract
-from harness.certify.reach import Reach, Resolution
+from harness.certify.lexicon import Lexicon
+from harness.certify.reach import MAX_SOURCE_FILE_BYTES, Reach, Resolution, read_regular
 
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>()`\"'\]]+")
 _HOSTPORT = re.compile(r"(?<![\w./-])(?:localhost|127\.0\.0\.1|0\.0\.0\.0)(?::\d+)?(?:/[^\s`)]*)?")
@@ -48,7 +52,7 @@ _EXT = (
     r"hpp|java|kt|rb|sql|csv|tsv|log|lock|html|css|xml|ipynb|rst|env|conf|gguf|db|patch|diff)"
 )
 _PATH = re.compile(
-    r"(?<![\w/.:@$~-])"
+    r"(?<![\w/.:@$~-])(?:(?<!<)|(?!/))"  # `</span>` is a closing tag, not the path `/span`
     r"(?:(?:~|\$\{?[A-Za-z_]+\}?|%[A-Z]+%|\.{1,2})?/+(?:[\w.@+-]+/+)*[\w.@+-]*[\w/]"  # rooted
     r"|(?:[\w@+-][\w.@+-]*/+)+(?:[\w.@+-]*[\w])?/?"  # relative with a slash
     r"|[\w-][\w.-]*\." + _EXT + r")"  # a bare file name
@@ -79,6 +83,11 @@ class LintFinding:
     finding: Finding
     reason: ResidualReason
     source: Literal["lint", "contract"] = "lint"
+    #: False for text the person certifying and the receiver read differently (hidden
+    #: text) and text addressed to the certification: a Defer accepts a gap the receiver
+    #: can live with, and these are no gap but a second record inside the first; only
+    #: removing them (Drop with --apply, or an edit) settles them.
+    deferrable: bool = True
 
     @property
     def key(self) -> tuple[str, str]:
@@ -134,22 +143,30 @@ class Shape:
     fenced: list[bool]
     fence_open: tuple[int, str] | None  # an unclosed fence: (line, opener)
     prose: list[str]
+    #: Per line inside a fence, its opener's info string (`toml`, `sh`, "" untagged).
+    fence_info: list[str | None] = field(default_factory=list)
 
     @classmethod
     def of(cls, text: str) -> Shape:
         lines = text.split("\n")
         fenced: list[bool] = []
+        info: list[str | None] = []
         opener: tuple[int, str, str] | None = None  # (line, marker char, full marker)
+        tag = ""
         for n, line in enumerate(lines, 1):
             match = _FENCE.match(line)
             if opener is None:
                 if match:
                     opener = (n, match.group(1)[0], match.group(1))
+                    tag = (match.group(2).split() or [""])[0].strip("{}.").lower()
                     fenced.append(True)
+                    info.append(tag)
                 else:
                     fenced.append(False)
+                    info.append(None)
             else:
                 fenced.append(True)
+                info.append(tag)
                 if (
                     match
                     and match.group(1)[0] == opener[1]
@@ -162,23 +179,30 @@ class Shape:
             for line, f in zip(lines, fenced, strict=True)
         ]
         fence_open = (opener[0], opener[2]) if opener else None
-        return cls(lines, fenced, fence_open, prose)
+        return cls(lines, fenced, fence_open, prose, info)
 
 
-def _blank_code(line: str) -> str:
-    """The line with code spans and URLs replaced by spaces (columns kept)."""
-    out = list(line)
+def code_spans(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each code span of the line, its backticks included."""
     runs = list(_BACKTICKS.finditer(line))
     used: set[int] = set()
+    spans: list[tuple[int, int]] = []
     for i, run in enumerate(runs):
         if i in used:
             continue
         for j in range(i + 1, len(runs)):
             if j not in used and len(runs[j].group()) == len(run.group()):
                 used |= {i, j}
-                for k in range(run.start(), runs[j].end()):
-                    out[k] = " "
+                spans.append((run.start(), runs[j].end()))
                 break
+    return spans
+
+
+def _blank_code(line: str) -> str:
+    """The line with code spans and URLs replaced by spaces (columns kept)."""
+    out = list(line)
+    for start, end in code_spans(line):
+        out[start:end] = " " * (end - start)
     blanked = "".join(out)
     for url in _URL.finditer(blanked):
         blanked = blanked[: url.start()] + " " * (url.end() - url.start()) + blanked[url.end() :]
@@ -197,6 +221,10 @@ def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
     session_ids(shape, reach, scan)
     coined(shape, reach, scan)
     rendering(shape, scan)
+    claims_and_orders = lex.addressed_patterns + lex.order_patterns
+    addressed(shape, claims_and_orders, scan)
+    addressed_contract(contract, claims_and_orders, scan)
+    addressed_routes(lex.order_patterns, scan)
     find_decisions(shape, reach, scan)
     verify_commands(contract, reach, scan)
     edge(contract, text, reach, scan)
@@ -240,6 +268,8 @@ def scan_locators(shape: Shape, reach: Reach, scan: Scan) -> None:
                 taken.append((start, end))
                 found.append((start, token, resolve(token)))
         for start, token, resolution in sorted(found):
+            if resolution.missing and not_a_reference(shape, reach, n, start, token):
+                continue
             count[resolution.status] += 1
             scan.locators.append(Locator(token, n, start + 1, resolution))
             if resolution.status == "failed":
@@ -266,9 +296,90 @@ def scan_locators(shape: Shape, reach: Reach, scan: Scan) -> None:
     )
 
 
+# What a path reference is (DIYLISIS F2, Rule 21: a stable pointer the receiver
+# dereferences with its own tools). A token shaped like a path that names nothing in the
+# reach is a broken pointer only when the record hands it over as one; these shapes hand
+# nothing over, so they are words of the record, not residuals. A token that exists, or
+# fails for any other reason (a tethered root, outside the granted sources), is judged as a
+# locator wherever it stands: it names a real place on the author's machine.
+_SHELL_FENCES = frozenset(
+    {"sh", "bash", "zsh", "fish", "shell", "console", "shell-session", "sh-session",
+     "bash-session", "powershell", "ps1", "pwsh", "cmd", "bat", "batch", "terminal"}
+)  # fmt: skip
+_PROMPT = re.compile(r"^\s*(?:\$|%|>|PS>)\s+")
+_ASSIGNMENT = re.compile(r"^\s*[\w.-]+\s*=\s*\S")
+_SLASH_WORDS = re.compile(r"[A-Za-z]+(?:/[A-Za-z]+)+")
+# `**Task file** (`task.toml`, …)`: the token names the kind of file an emphasized term
+# stands for, the way `zero-memory refuter (ZMR)` names an acronym.
+_GLOSSED = re.compile(r"(\*\*|__|\*|_)[^*_\n]+?\1\s*\(\s*`?$")
+
+
+def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) -> bool:
+    """Whether `token` (at line `n`, 0-based column `start`), which names nothing in the
+    reach, is a word of the record rather than a pointer handed to the receiver:
+
+    * words joined by slashes (`pass/fail/unknown`): no extension, no trailing slash, and
+      no first word naming a folder the reach holds (`src/core/engine` with a `src` is a
+      pointer into it);
+    * a bare file name glossing an emphasized term (`**Task file** (`task.toml`, …)`);
+    * a pattern: the tail of a glob (`*_test.py`), or a placeholder, a part in capitals
+      the record also uses on its own as a metavariable (`ilh run TASK` … `TASK.toml`,
+      `runs/RUN/owner.lock`);
+    * a value inside a quoted sample: a data fence (a layout, a TOML example; not a shell
+      fence, a `$ ` prompt line or a line starting with a command word) or a code span
+      holding a `key = value` line.
+
+    A command the receiver runs, a bare name in a sentence ("read notes.md") and a folder
+    with its trailing slash stay references."""
+    lex = reach.lexicon
+    if _SLASH_WORDS.fullmatch(token):
+        return reach.resolve_path(token.split("/", 1)[0]).missing
+    line = shape.lines[n - 1]
+    if start > 0 and line[start - 1] in "*?]}":
+        return True  # the tail of a glob (`*_test.py`): a pattern of names, not a file
+    if _placeholder(token, "\n".join(shape.lines)):
+        return True
+    if "/" not in token and _GLOSSED.search(line[:start]):
+        return True
+    if shape.fenced[n - 1]:
+        return not _command_line(line, shape.fence_info[n - 1], lex)
+    for a, b in code_spans(line):
+        if a < start < b:
+            body = line[a:b].strip("`")
+            return bool(_ASSIGNMENT.match(body))
+    return False
+
+
+_CAPITALS = re.compile(r"[A-Z][A-Z0-9_]+")
+
+
+def _placeholder(token: str, text: str) -> bool:
+    """Whether a part of `token` in capitals (a folder, or a file's stem) stands on its own
+    elsewhere in `text`, as a metavariable does; `NOTES.md` alone is a file's name."""
+    for part in token.strip("/").split("/"):
+        stem = part.split(".", 1)[0]
+        if _CAPITALS.fullmatch(stem) and re.search(
+            rf"(?<![\w./-]){re.escape(stem)}(?![\w./-])", text
+        ):
+            return True
+    return False
+
+
+def _command_line(line: str, fence: str | None, lex: Lexicon) -> bool:
+    """A line the receiver runs: in a shell fence, after a prompt, or led by a command
+    word of the lexicons (`python tools/gen.py`)."""
+    if fence in _SHELL_FENCES or _PROMPT.match(line):
+        return True
+    words = line.split()
+    # `pytest = "tests/"` is a key of a sample, not the program run.
+    return bool(words) and words[0] in lex.command_words and not _ASSIGNMENT.match(line)
+
+
 def _pathlike(token: str, is_path: bool) -> bool:
     if not is_path:
         return True
+    if token.startswith("-"):
+        return False  # `--refuter-tokens/-time/-calls`, `--out/--port`: options, not a path
     if token.startswith(("/", "~", "$", "%", "./", "../")):
         return len(token) > 1 and any(c.isalpha() for c in token)
     parts = [p for p in token.split("/") if p]
@@ -337,6 +448,170 @@ def deictic(shape: Shape, phrases: tuple[str, ...], scan: Scan) -> None:
     scan.checked["deictic-anchors"] = (
         f"{len(phrases)} anchor phrases of the lexicons searched in the prose; {hits} found"
     )
+
+
+@cache
+def _addressed_regex(patterns: tuple[str, ...]) -> list[re.Pattern[str]]:
+    """The lexicons' patterns, compiled once per process (one by one: Python's engine runs
+    each faster alone than all in one alternation)."""
+    return [re.compile(p, re.IGNORECASE) for p in patterns]
+
+
+def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
+    """Text addressed to the certification rather than to the receiver (the lexicons'
+    `addressed_patterns`): a verdict the record announces, a claim that it is already
+    certified, an order to the refuter or to ignore the instructions around it. Every line
+    is read, fences and comments included, as `folded` reads it: an order hidden in a code
+    fence or split by a zero-width character is the same order to a model. The refuter
+    judging the text cannot be trusted to see through it (it may be steered by the very
+    text), so the lint finds it whatever the refuter answers."""
+    compiled = _addressed_regex(patterns)
+    hits = 0
+    for n, raw in enumerate(shape.lines, 1):
+        line, where = folded(raw)
+        taken: list[tuple[int, int]] = []
+        if "&" in raw and not any(p.search(line) for p in compiled):
+            # `&#73;gnore all previous instructions` renders as the words it spells, and a
+            # model reads it so: decoded, it is the same order, quoted as its whole line.
+            decoded, _ = folded(html.unescape(raw))
+            if decoded != line and any(p.search(decoded) for p in compiled):
+                indent = len(raw) - len(raw.lstrip())
+                taken.append((0, len(raw)))
+                hits += 1
+                scan.findings.append(_addressed_finding(raw.strip(), n, indent + 1))
+        for pattern in compiled:
+            for match in pattern.finditer(line):
+                if match.end() == match.start():
+                    continue
+                start, end = where[match.start()], where[match.end() - 1] + 1
+                if any(not (end <= a or start >= b) for a, b in taken):
+                    continue
+                taken.append((start, end))
+                hits += 1
+                scan.findings.append(_addressed_finding(raw[start:end], n, start + 1))
+    scan.checked["emergent-addressed"] = (
+        f"{len(patterns)} patterns of text addressed to the certification (an announced "
+        f"verdict, a certification claim, an order to the refuter) searched in every line; "
+        f"{hits} found"
+    )
+
+
+def _addressed_finding(token: str, n: int, col: int) -> LintFinding:
+    return LintFinding(
+        _finding(
+            token,
+            n,
+            col,
+            "emergent",
+            f"'{token}' addresses the certification, not the receiver (a verdict, a "
+            "certification claim or an order to the refuter or to ignore instructions): a "
+            "record hands over a task, it never judges itself",
+            "Drop",
+            "remove it; a certification is the certificate's to state",
+        ),
+        "unresolved",
+        deferrable=False,
+    )
+
+
+def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
+    """The files the target routes its receiver to (each observed path locator that is a
+    file), searched for orders (`order_patterns`: a verdict or a certification claim is
+    ordinary content there, code that parses one, a page describing one): an order moved
+    out of the target into a file it points at reaches the receiver, and the refuter. The
+    file is outside what a certification may edit, so the finding sits on the route (the
+    locator in the target): route elsewhere, or change the file and certify again; never
+    deferred."""
+    compiled = _addressed_regex(patterns)
+    hits: dict[Path, tuple[int, str] | None] = {}
+    for loc in scan.locators:
+        found = loc.resolution.found
+        if loc.resolution.status != "observed" or found is None:
+            continue
+        if found not in hits:
+            hits[found] = _first_addressed(found, compiled)
+        hit = hits[found]
+        if hit is None:
+            continue
+        line, quoted = hit
+        scan.findings.append(
+            LintFinding(
+                _finding(
+                    loc.token,
+                    loc.line,
+                    loc.col,
+                    "emergent",
+                    f"the file it routes the receiver to ({loc.token}) addresses the "
+                    f"certification at line {line} ('{quoted}'): the receiver follows the "
+                    "route and reads it",
+                    "Route",
+                    "route to a record without it, or change the file and certify again",
+                ),
+                "exposure",
+                deferrable=False,
+            )
+        )
+
+
+# The format characters (Unicode category Cf) `folded` drops, as ranges: a whole file is
+# cleaned in one pass instead of character by character.
+_FORMAT_CHARS = re.compile(
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]"
+)
+
+
+def _first_addressed(path: Path, compiled: list[re.Pattern[str]]) -> tuple[int, str] | None:
+    """(line, quote) of the first text addressed to the certification in the file."""
+    data = read_regular(path, MAX_SOURCE_FILE_BYTES)
+    if data is None or b"\x00" in data[:8192]:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    if not text.isascii():
+        text = _FORMAT_CHARS.sub("", unicodedata.normalize("NFKC", text))
+    for pattern in compiled:
+        match = pattern.search(text)
+        if match is not None:
+            return text.count("\n", 0, match.start()) + 1, match.group()[:80]
+    return None
+
+
+def addressed_contract(contract: Contract, patterns: tuple[str, ...], scan: Scan) -> None:
+    """The same search over the contract's free-text fields: they ride to the receiver in
+    the reception procedure and to the refuter beside the target, so an order to the
+    refuter or a certification claim there is the same order. Settled by the user
+    re-declaring the field (Resolve), never by a Defer."""
+    compiled = _addressed_regex(patterns)
+    shown = contract.shown()
+    for name in ("role", "activity", "execution_scope", "stop_condition", "verification_commands"):
+        raw = shown[name]
+        value, where = folded(raw)
+        for pattern in compiled:
+            for match in pattern.finditer(value):
+                if match.end() == match.start():
+                    continue
+                # quoted as the field stands (zero-width characters and all)
+                token = raw[where[match.start()] : where[match.end() - 1] + 1]
+                scan.findings.append(
+                    LintFinding(
+                        Finding(
+                            quoted_token=token,
+                            location=f"contract:{name}",
+                            category="emergent",
+                            why_unresolvable=f"the contract's {name} addresses the "
+                            "certification (a verdict, a certification claim or an order to the "
+                            "refuter), not the receiver's task",
+                            advisory="Resolve",
+                            reference="the field in the user's own words, without it",
+                            repair_note="re-declare the field without it",
+                        ),
+                        "certification-leg",
+                        "contract",
+                        deferrable=False,
+                    )
+                )
 
 
 # -- definitions -----------------------------------------------------------------------------
@@ -510,9 +785,14 @@ def coined(shape: Shape, reach: Reach, scan: Scan) -> None:
             candidates.append((match.start(), token, False))
         for match in _CAMEL.finditer(line):
             candidates.append((match.start(), match.group(1), True))
+        in_paths = [
+            (loc.col - 1, loc.col - 1 + len(loc.token)) for loc in scan.locators if loc.line == n
+        ]
         for start, token, camel in sorted(candidates):
             if token in seen or original[start : start + len(token)] != token:
                 continue
+            if any(a <= start < b for a, b in in_paths):
+                continue  # `NOTES.md`, `MyWidget.java`: a file's name, judged as a path
             seen.add(token)
             checked += 1
             if token in lex.known_acronyms:
@@ -543,7 +823,7 @@ def coined(shape: Shape, reach: Reach, scan: Scan) -> None:
 def rendering(shape: Shape, scan: Scan) -> None:
     found = 0
 
-    def add(token: str, n: int, col: int, why: str, note: str) -> None:
+    def add(token: str, n: int, col: int, why: str, note: str, deferrable: bool = True) -> None:
         nonlocal found
         found += 1
         scan.findings.append(
@@ -559,6 +839,7 @@ def rendering(shape: Shape, scan: Scan) -> None:
                     reference="the intended plain text",
                 ),
                 "unresolved",
+                deferrable=deferrable,
             )
         )
 
@@ -632,7 +913,7 @@ def rendering(shape: Shape, scan: Scan) -> None:
         previous = line
     close_paragraph()
     for token, n, col, why, note in hidden_text(shape):
-        add(token, n, col, why, note)
+        add(token, n, col, why, note, deferrable=False)
     if shape.fence_open is not None:
         n, opener = shape.fence_open
         add(
@@ -654,8 +935,11 @@ def rendering(shape: Shape, scan: Scan) -> None:
 # (and the carrier of instructions hidden from the certifier, for the refuter or the
 # receiver). Each is a finding, so it is shown and answered, never certified past.
 _HTML_COMMENT = re.compile(r"<!--")
+# Raw HTML that renders as nothing at all: a processing instruction, CDATA, a declaration.
+_HTML_UNRENDERED = re.compile(r"<!\[CDATA\[|<![A-Za-z]+|<\?")
 _HIDDEN_ELEMENT = re.compile(
-    r"<[a-zA-Z][^>]*?(?:\shidden(?:[\s>=/]|$)|display\s*:\s*none|visibility\s*:\s*hidden"
+    r"<(?:script|style|template|noscript)\b"  # content never rendered as text
+    r"|<[a-zA-Z][^>]*?(?:\shidden(?:[\s>=/]|$)|display\s*:\s*none|visibility\s*:\s*hidden"
     r"|font-size\s*:\s*0(?![.\d]*[1-9]))",
     re.IGNORECASE,
 )
@@ -671,10 +955,43 @@ def _script(ch: str) -> str:
     return name.split(" ", 1)[0] if name else ""
 
 
+def _variation_selector(ch: str) -> bool:
+    o = ord(ch)
+    return 0xFE00 <= o <= 0xFE0F or 0xE0100 <= o <= 0xE01EF
+
+
+# Letters that render as blank space, each with the block where it is a real part of
+# writing (a Hangul jamo filler beside jamo, a blank braille cell beside braille).
+_BLANK_LETTERS = {
+    "\u3164": None,  # HANGUL FILLER
+    "\uffa0": None,  # HALFWIDTH HANGUL FILLER
+    "\u115f": (0x1100, 0x11FF),
+    "\u1160": (0x1100, 0x11FF),
+    "\u2800": (0x2801, 0x28FF),
+}
+
+
 def _invisible(line: str, i: int) -> bool:
     """A format character (zero-width space or joiner, bidi control, soft hyphen, tag
-    character, word joiner) that is not the joiner of an emoji sequence."""
+    character, word joiner) that is not the joiner of an emoji sequence; a variation
+    selector that selects nothing (after plain text, or in a run: one selector per byte is
+    how text is smuggled invisibly); a letter that renders blank outside its script."""
     ch = line[i]
+    if _variation_selector(ch):
+        before = line[i - 1] if i else ""
+        after = line[i + 1 : i + 2]
+        return (
+            not before
+            or before.isascii()
+            or _variation_selector(before)
+            or (after != "" and _variation_selector(after))
+        )
+    if ch in _BLANK_LETTERS:
+        block = _BLANK_LETTERS[ch]
+        if block is None:
+            return True
+        around = line[i - 1 : i] + line[i + 1 : i + 2]
+        return not any(block[0] <= ord(c) <= block[1] for c in around)
     if unicodedata.category(ch) != "Cf":
         return False
     if ch == "\u200d":
@@ -683,9 +1000,47 @@ def _invisible(line: str, i: int) -> bool:
     return True
 
 
+# A link reference definition (`[label]: destination "title"`) renders as nothing; one
+# whose label no link uses is there only to be hidden: the markdown comment idiom
+# (`[//]: # (…)`, `[comment]: <> (…)`).
+_LINK_DEFINITION = re.compile(r"^\s{0,3}(\[([^\]]+)\]:[ \t]*\S*)")
+
+
+def _unused_definitions(shape: Shape) -> list[tuple[int, re.Match[str]]]:
+    definitions = [
+        (n, match)
+        for n, line in enumerate(shape.lines, 1)
+        if not shape.fenced[n - 1] and (match := _LINK_DEFINITION.match(line))
+    ]
+    if not definitions:
+        return []
+    defining = {n for n, _ in definitions}
+    # Labels match case-insensitively with runs of white space as one (CommonMark).
+    body = " ".join(
+        " ".join(line for n, line in enumerate(shape.lines, 1) if n not in defining).split()
+    ).casefold()
+    return [
+        (n, match)
+        for n, match in definitions
+        if f"[{' '.join(match.group(2).split()).casefold()}]" not in body
+    ]
+
+
 def hidden_text(shape: Shape) -> list[tuple[str, int, int, str, str]]:
     """(token, line, column, why, repair note) of each hidden span of the target."""
     out: list[tuple[str, int, int, str, str]] = []
+    for n, match in _unused_definitions(shape):
+        out.append(
+            (
+                match.group(1),
+                n,
+                match.start(1) + 1,
+                "a markdown comment (a link definition no link uses): hidden when the record "
+                "is rendered, read in full by an agent receiver, so the person certifying "
+                "and the receiver see different records",
+                "move what it says into the visible text, or remove it",
+            )
+        )
     for n, line in enumerate(shape.lines, 1):
         if not line.isascii():
             for i in range(len(line)):
@@ -731,6 +1086,17 @@ def hidden_text(shape: Shape) -> list[tuple[str, int, int, str, str]]:
                     "an HTML comment: hidden when the record is rendered, read in full by an "
                     "agent receiver, so the person certifying and the receiver see different "
                     "records",
+                    "move what it says into the visible text, or remove it",
+                )
+            )
+        for match in _HTML_UNRENDERED.finditer(prose):
+            out.append(
+                (
+                    match.group(),
+                    n,
+                    match.start() + 1,
+                    "raw HTML that renders as nothing (a processing instruction, CDATA or a "
+                    "declaration): read in full by an agent receiver, not seen by a person",
                     "move what it says into the visible text, or remove it",
                 )
             )
@@ -964,8 +1330,12 @@ def sweep_notes(scan: Scan, contract: Contract, languages: tuple[str, ...]) -> N
         f"{len(authored) - len(awaiting)} confirmed or corrected); whether the scope claims "
         "more than the user's words is beyond the lint"
     )
+    addressed_note = scan.checked.pop("emergent-addressed", "")
     scan.checked["emergent"] = (
-        f"beyond the lint (lexicons: {', '.join(languages)}); only a model refuter sweeps it"
+        f"{addressed_note}; the rest beyond the lint (lexicons: {', '.join(languages)}); only "
+        "a model refuter sweeps it"
+        if addressed_note
+        else f"beyond the lint (lexicons: {', '.join(languages)}); only a model refuter sweeps it"
     )
 
 
