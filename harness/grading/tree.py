@@ -94,6 +94,7 @@ from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
 from harness.grading.names import by_identity, parsed_file, relative_name, scan
+from harness.grading.support import FRAMEWORKS, supports_tests
 
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
@@ -894,7 +895,7 @@ _SUPPORT_NAMES = frozenset(
     {"helpers", "helper", "fixtures", "support", "checks", "checker", "checking", "verify",
      "verifier", "oracle", "assertions", "asserts", "expectations", "harness_utils"}
 )  # fmt: skip
-_FRAMEWORKS = frozenset({"unittest", "pytest", "_pytest", "hypothesis"})
+_FRAMEWORKS = FRAMEWORKS
 
 
 def _test_support(path: Path) -> bool:
@@ -907,9 +908,11 @@ def _test_support(path: Path) -> bool:
     named and asserting that the task asks the agent to change is graded as the
     template had it (closed, not open)."""
     stem = path.parent.name if path.name == "__init__.py" else path.stem
-    if not ("test" in stem.lower() or stem.lower() in _SUPPORT_NAMES):
-        return False
-    return by_identity(path, _asserts, False)
+    if "test" in stem.lower() or stem.lower() in _SUPPORT_NAMES:
+        return by_identity(path, _asserts, False)
+    # Named otherwise (`mylib.py`): by what it does (`harness.grading.support`). The agent
+    # emptied such a helper's `check_add`, left `add` wrong and was verified (attack7).
+    return supports_tests(path)
 
 
 @functools.lru_cache(maxsize=4096)
