@@ -67,7 +67,7 @@ from harness.grading.tree import (
     runner_paths,
 )
 from harness.telemetry import span
-from harness.workspace.commands import CommandResult, run_shell
+from harness.workspace.commands import CommandResult, run_shell, scrubbed_env
 from harness.workspace.sandbox import SANDBOX_WORKDIR, Mount, SandboxPolicy
 
 #: The harness's runner (`ilh_runner.py`) and its empty pytest configuration.
@@ -75,6 +75,8 @@ RUNNER_DIR = Path(__file__).resolve().parent / "sandboxed"
 CHECKS_MOUNT = "/ilh-checks"
 RUNNER_MOUNT = "/ilh-runner"
 REPORT_MOUNT = "/ilh-report"
+#: A free command's `python` (`sandboxed/ilh_python.py`), first on its PATH.
+PYTHON_MOUNT = "/ilh-python"
 
 
 class CheckRunner:
@@ -164,6 +166,8 @@ class CheckRunner:
             mounts.append(Mount(checks, CHECKS_MOUNT, hand_over=True))
         if call is None:
             command = criterion.run or ""
+            # The Python this command runs is the harness's (`sandboxed/ilh_python.py`).
+            env["PATH"] = self._python_shim(scratch, tree, root, changes, mounts)
             done = run_shell(
                 command, tree, timeout_s, env, sandbox=self.sandbox, mounts=mounts, writable=True
             )
@@ -219,6 +223,38 @@ class CheckRunner:
         )
         return _outcome(done, verdict=verdict, runner=call.kind)
 
+    def _python_shim(
+        self, scratch: Path, tree: Path, root: str, changes: TreeChanges, mounts: list[Mount]
+    ) -> str:
+        """A folder of `python`, `python3`… that run `sandboxed/ilh_python.py` (mounted with
+        the runner), first on a free command's PATH; returns that PATH. Why: a restored
+        `check.sh` calling `python -c "…assert…"` ran the agent's module in that Python,
+        which ended it with 0 (`os._exit(0)` at import) and the check passed (attack7).
+        The folder's `python.json` says where the tree is, the real interpreter, the
+        SHA-256 of every Python file of the tree that is the template's (a task's script
+        runs in the runner only with those bytes) and the files the runner imports itself."""
+        confined = self.sandbox.confined
+        shim = scratch / "python"
+        shim.mkdir()
+        shim_at = PYTHON_MOUNT if confined else str(shim)
+        runner_at = RUNNER_MOUNT if confined else str(RUNNER_DIR)
+        config = {
+            "python": sys.executable,
+            "root": root,
+            "scripts": _template_digests(tree, self.sources.template),
+            "trusted": sorted({*trusted_files(tree), *changes.trusted}),
+        }
+        (shim / "python.json").write_text(json.dumps(config), encoding="utf-8")
+        line = shlex.join([sys.executable, "-I", "-B", f"{runner_at}/ilh_python.py", shim_at])
+        for name in _PYTHON_NAMES:
+            (shim / name).write_text(f'#!/bin/sh\nexec {line} "$@"\n', encoding="utf-8")
+            (shim / name).chmod(0o755)
+        shim.chmod(0o755)
+        (shim / "python.json").chmod(0o644)
+        if confined:
+            mounts += [Mount(RUNNER_DIR, RUNNER_MOUNT), Mount(shim, PYTHON_MOUNT)]
+        return f"{shim_at}:{scrubbed_env(root, '/tmp')['PATH']}"
+
     def _runner_call(self, criterion: GradingCriterion, checks_at: str | None) -> RunnerCall | None:
         def expand(text: str) -> str:
             return expand_checks(text, checks_at) if checks_at is not None else text
@@ -252,6 +288,37 @@ class CheckRunner:
             return template is not None and rel in restored and (template / rel).is_file()
 
         return task_script
+
+
+#: The names a check calls Python by (`python3.11` and the like included).
+_PYTHON_NAMES = (
+    "python",
+    "python3",
+    f"python{sys.version_info.major}.{sys.version_info.minor}",
+)
+
+
+def _template_digests(tree: Path, template: Path | None) -> dict[str, str]:
+    """SHA-256 of each Python file of the tree (relative, with `/`) that holds the
+    template's bytes: the task's scripts and restored tests, which a free command's
+    `python` runs in the harness's runner (`sandboxed/ilh_python.py`). Without a known
+    template, every Python file of the tree (the user asked its files to be trusted)."""
+    found: dict[str, str] = {}
+    for folder, _dirs, files in os.walk(template or tree):
+        for name in files:
+            path = Path(folder) / name
+            if not name.endswith(".py") or path.is_symlink():
+                continue
+            rel = path.relative_to(template or tree).as_posix()
+            mine = tree / rel
+            try:
+                data = path.read_bytes()
+                if mine.is_symlink() or not mine.is_file() or mine.read_bytes() != data:
+                    continue
+            except OSError:
+                continue
+            found[rel] = hashlib.sha256(data).hexdigest()
+    return found
 
 
 def _outcome(
