@@ -56,7 +56,8 @@ from graders.runners import (
     selection,
     unittest_args,
 )
-from graders.tool_checks import RunnerOutcome
+from graders.tool_checks import RunnerOutcome, UntrustedCheck
+from harness.grading.js_checks import JS_SUFFIXES, js_untrusted
 from harness.grading.tree import (
     GradingSources,
     TreeChanges,
@@ -166,6 +167,14 @@ class CheckRunner:
             mounts.append(Mount(checks, CHECKS_MOUNT, hand_over=True))
         if call is None:
             command = criterion.run or ""
+            why = js_untrusted(tree, _task_files(tree, self.sources.template), command)
+            if why is not None:
+                raise UntrustedCheck(
+                    "a JavaScript check that loads code the task did not ship lets that code "
+                    f"decide its exit status (process.exit, an exit handler, a patched assert): "
+                    f"{why}; run the agent's code as a program and read its output, or check "
+                    "it with a hidden Python test"
+                )
             # The Python this command runs is the harness's (`sandboxed/ilh_python.py`).
             env["PATH"] = self._python_shim(scratch, tree, root, changes, mounts)
             done = run_shell(
@@ -296,6 +305,34 @@ _PYTHON_NAMES = (
     "python3",
     f"python{sys.version_info.major}.{sys.version_info.minor}",
 )
+
+
+def _task_files(tree: Path, template: Path | None) -> set[str]:
+    """The tree's JavaScript files that are the task's (`js_checks.js_untrusted`): those
+    holding the template's bytes; without a known template, its test files (the user
+    asked them to be trusted)."""
+    found: set[str] = set()
+    for folder, _dirs, files in os.walk(template or tree):
+        for name in files:
+            path = Path(folder) / name
+            rel = path.relative_to(template or tree).as_posix()
+            if not name.endswith(JS_SUFFIXES) or path.is_symlink():
+                continue
+            if template is None:
+                if is_test_file(rel):
+                    found.add(rel)
+                continue
+            mine = tree / rel
+            try:
+                if (
+                    not mine.is_symlink()
+                    and mine.is_file()
+                    and mine.read_bytes() == path.read_bytes()
+                ):
+                    found.add(rel)
+            except OSError:
+                continue
+    return found
 
 
 def _template_digests(tree: Path, template: Path | None) -> dict[str, str]:

@@ -725,6 +725,14 @@ def recipe_scripts(template: Path) -> set[str]:
     scripts. `make test` and `npm test` run restored recipes, which named the agent's
     rewritten `scripts/check.sh`."""
     found: set[str] = set()
+    for line in recipe_lines(template):
+        found |= check_scripts(line)
+    return found
+
+
+def recipe_lines(template: Path) -> list[str]:
+    """The command lines of the template's check recipes (`recipe_scripts`)."""
+    found: list[str] = []
     for name in ("Makefile", "makefile", "GNUmakefile"):
         try:
             text = (template / name).read_text(encoding="utf-8", errors="replace")
@@ -734,7 +742,7 @@ def recipe_scripts(template: Path) -> set[str]:
         for line in text.splitlines()[:10_000]:
             if line.startswith("\t"):
                 if checking:
-                    found |= check_scripts(line.strip().lstrip("@-+"))
+                    found.append(line.strip().lstrip("@-+"))
             elif (target := _MAKE_TARGET.match(line)) is not None:
                 checking = _CHECK_RECIPE.match(target.group(1)) is not None
     try:
@@ -745,7 +753,7 @@ def recipe_scripts(template: Path) -> set[str]:
     if isinstance(scripts, dict):
         for key, command in list(scripts.items())[:1000]:
             if isinstance(command, str) and _CHECK_RECIPE.match(str(key)):
-                found |= check_scripts(command)
+                found.append(command)
     return found
 
 
