@@ -145,8 +145,10 @@ class CheckRunner:
             # A `python -c` check's text imports the task's data modules as a script does.
             script_c = call is not None and call.kind == "script" and call.args[:1] == ("-c",)
             codes = (call.args[1],) if call is not None and script_c else ()
+            # A free command's own line names data as a check script does (`diff - want`).
+            lines = (criterion.run or "",) if call is None else ()
             changes = build_tree(
-                self.workspace, self.sources.template, tree, named, checks, codes=codes
+                self.workspace, self.sources.template, tree, named, checks, codes, lines
             )
         except TreeError as exc:
             raise OSError(str(exc)) from exc

@@ -785,6 +785,40 @@ def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
     return found
 
 
+def line_data(template_files: Iterable[str], lines: Iterable[str]) -> set[str]:
+    """The template's data (`all_data`: not source, documentation, a test or a manifest)
+    that shell `lines` name by a word (`diff - expected.txt`, `cmp out want/`, a folder
+    or a pattern: its files); all of it when a line computes a name (`$VAR`, `$(…)`,
+    backquotes) or cannot be read.
+
+    Why: a free check's own line (`python3 prog.py | diff - expected.txt`) or a restored
+    recipe running it (`make test`) compared with an `expected.txt` the agent rewrote to
+    match its wrong program; only test files' and check scripts' names were read for
+    test data, and it was verified (attack7)."""
+    files = set(template_files)
+    data = all_data(files)
+    found: set[str] = set()
+    for line in lines:
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            words = list(lexer)
+        except ValueError:
+            return data
+        for word in words:
+            if "$" in word or "`" in word:
+                return data  # a name computed when it runs: any data may be read
+            for part in {word, word.split("=", 1)[-1]}:
+                rel = relative_word(part)
+                if rel is None or len(rel) > 1024:
+                    continue
+                if _GLOB.search(rel):
+                    found |= {f for f in data if fnmatch.fnmatchcase(f, rel)}
+                else:
+                    found |= {f for f in data if f == rel or f.startswith(rel.rstrip("/") + "/")}
+    return {f for f in found if not _never_data(f)}
+
+
 def runner_paths(args: Iterable[str]) -> set[str]:
     """The files and folders a test runner's arguments name (`tests/`, `test_a.py`)."""
     return {rel for word in args if (rel := relative_word(word)) is not None}
@@ -1036,19 +1070,27 @@ def build_tree(
     named: Iterable[str] = (),
     hidden: Path | None = None,
     codes: Iterable[str] = (),
+    lines: Iterable[str] = (),
 ) -> TreeChanges:
     """Build the grading tree of one check at `dest` (which must not exist); see the
     module docstring for the rule. `named`: the workspace-relative files and folders the
     check names (`check_scripts`, `runner_paths`), restored from the template; `hidden`:
     the hidden checks folder of a hidden check (the test data its tests name is
     restored too); `codes`: the Python text of a `python -c` check (its imports are
-    followed as a check script's, `data_modules`)."""
+    followed as a check script's, `data_modules`); `lines`: a free check's shell line
+    (the data it and the template's check recipes name is the task's, `line_data`)."""
     try:
         skipped = _copy_workspace(workspace, dest)
         if template is None:
             return TreeChanges(skipped=tuple(skipped))
         return _apply_template(
-            template.resolve(strict=True), dest, set(named), skipped, hidden, tuple(codes)
+            template.resolve(strict=True),
+            dest,
+            set(named),
+            skipped,
+            hidden,
+            tuple(codes),
+            tuple(lines),
         )
     except TreeError:
         raise
@@ -1063,6 +1105,7 @@ def _apply_template(
     skipped: list[str],
     hidden: Path | None = None,
     codes: tuple[str, ...] = (),
+    lines: tuple[str, ...] = (),
 ) -> TreeChanges:
     template_files = set(_files(template))
     template_entries = template_files | {
@@ -1085,6 +1128,8 @@ def _apply_template(
     scope = task_data_scope(template, template_files, helper_files)
     hidden_scope = _scope(template_files, hidden_test_sources(hidden)) if hidden else DataScope()
     data = scope.found
+    if lines:
+        data = data | line_data(template_files, [*lines, *recipe_lines(template)])
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
     quiet = hidden_scope.found - data
