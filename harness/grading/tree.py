@@ -50,7 +50,9 @@ only when they stay inside it, dereferenced):
    source of any language, documentation, a test or a manifest) and every data-only
    module (`every_data_module`) is the task's; an agent's edits to a data file survive
    only in a task whose tests name what they read. The Python check scripts a check
-   runs are read for names like tests (`python check.py` reading `expected.json`); a
+   runs are read for names like tests (`python check.py` reading `expected.json`), a free
+   check's own line and the template's check recipes for the files they name
+   (`diff - expected.txt`: `line_data`); a
    test or check script in another language (`check.sh`, `sum.test.js`, `check.js`) is
    opaque; the check scripts a restored shell check script runs are restored too
    (`script_scripts`). A file the agent adds where a test reads data by a pattern or a
