@@ -7,7 +7,9 @@ For every check (`CheckRunner.__call__`):
    bytecode removed) and, apart from it, a report folder;
 2. the check runs confined (`harness.workspace.commands.run_shell`), the tree at
    `/workspace` (writable: a check may write caches; the next check gets a new copy),
-   and only for a hidden check the task's checks snapshot read-only at `/ilh-checks`
+   the task's files in it read-only for a free command (`read_only_files`: a build step
+   the check ran first rewrote them), and only for a hidden check the task's checks
+   snapshot read-only at `/ilh-checks`
    (`$ILH_CHECKS`); its HOME is an empty folder, never the tree (an agent's
    `.bash_profile` saying `exit 0` ended a restored `bash -lc 'sh check.sh'`);
 3. a runner-aware check (`pytest = …`, `unittest = …`, or a `run` that is one call of
@@ -36,8 +38,8 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 
 from graders.baseline import is_test_file
 from graders.criteria import GradingCriterion
@@ -179,6 +181,8 @@ class CheckRunner:
                 )
             # The Python this command runs is the harness's (`sandboxed/ilh_python.py`).
             env["PATH"] = self._python_shim(scratch, tree, root, changes, mounts)
+            if confined:
+                mounts += read_only_files(tree, changes.protected)
             done = run_shell(
                 command, tree, timeout_s, env, sandbox=self.sandbox, mounts=mounts, writable=True
             )
@@ -299,6 +303,40 @@ class CheckRunner:
             return template is not None and rel in restored and (template / rel).is_file()
 
         return task_script
+
+
+#: Most mounts a free check's task files may take (`read_only_files`).
+MAX_PROTECTED_MOUNTS = 4096
+
+
+def read_only_files(tree: Path, files: Sequence[str]) -> list[Mount]:
+    """Mounts that show the task's `files` of the tree read-only in a free check's
+    sandbox, each bound over itself, and every folder above one (the root aside) bound
+    over itself writable: a mount point cannot be moved, so a folder of task files
+    cannot be swapped for a copy of the agent's. Why: the tree is writable during a free
+    check, and `make test` with `test: build` ran the agent's `build.sh` first, which
+    rewrote the cases a restored test read (or moved the test folder away and made
+    another), and the check passed (attack7). Refused (`UntrustedCheck`) past
+    `MAX_PROTECTED_MOUNTS`: such a check cannot be kept from its task's files."""
+    folders: dict[str, None] = {}
+    for rel in files:
+        parts = PurePosixPath(rel).parts
+        for i in range(1, len(parts)):
+            folders.setdefault("/".join(parts[:i]))
+    if len(folders) + len(files) > MAX_PROTECTED_MOUNTS:
+        raise UntrustedCheck(
+            f"the task has more than {MAX_PROTECTED_MOUNTS} files and folders a free check "
+            "must not change: a program it runs could rewrite them before the tests read "
+            "them; use pytest = … or unittest = …"
+        )
+    # Outer folders first: bwrap mounts in order, and an inner mount must land on the
+    # outer one.
+    mounts = [
+        Mount(tree / rel, f"{SANDBOX_WORKDIR}/{rel}", writable=True)
+        for rel in sorted(folders, key=lambda r: (r.count("/"), r))
+    ]
+    mounts += [Mount(tree / rel, f"{SANDBOX_WORKDIR}/{rel}") for rel in sorted(files)]
+    return mounts
 
 
 #: The names a check calls Python by (`python3.11` and the like included).

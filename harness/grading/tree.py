@@ -145,6 +145,11 @@ class TreeChanges(BaseModel):
     #: runner imports them itself, never from the solution process the agent's code
     #: runs in (where that code could rewrite a helper's values after import).
     trusted: tuple[str, ...] = ()
+    #: Every file of the tree that holds the task's bytes by this rule (restored, or
+    #: already equal): a free check's sandbox shows them read-only (`harness.grading.
+    #: checks`), or a build step the check ran first rewrote them before the tests read
+    #: them (attack7).
+    protected: tuple[str, ...] = ()
 
     @property
     def tampering(self) -> bool:
@@ -1165,6 +1170,7 @@ def _apply_template(
     shadowing = shadowing_names()
     removed: list[str] = []
     restored: list[str] = []
+    protected: list[str] = []
 
     def under_named_dir(rel: str) -> bool:
         return any(rel.startswith(d.rstrip("/") + "/") for d in named_dirs)
@@ -1216,6 +1222,7 @@ def _apply_template(
         if not wanted:
             continue
         source, target = template / rel, dest / rel
+        protected.append(rel)
         if name in _MANIFESTS and target.is_file() and not target.is_symlink():
             mine = _runner_tables(target)
             if mine is not None and mine == _runner_tables(source):
@@ -1234,7 +1241,11 @@ def _apply_template(
         and (dest / rel).is_file()
     )
     return TreeChanges(
-        restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped), trusted=trusted
+        restored=tuple(restored),
+        removed=tuple(removed),
+        skipped=tuple(skipped),
+        trusted=trusted,
+        protected=tuple(rel for rel in protected if (dest / rel).is_file()),
     )
 
 
