@@ -792,6 +792,87 @@ def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
     return found
 
 
+#: `. FILE` / `source FILE` at the start of a simple command: the shell reads FILE in.
+_SOURCED = re.compile(
+    r"(?:^|[;&|({'\"]|\b(?:then|do|else|elif)\s)\s*(?:\.|source)\s+(?P<file>[^\s;&|)]+)"
+)
+#: A command substitution (`$(dirname "$0")`), one level deep: a computed folder.
+_SUBSTITUTION = re.compile(r"\$\([^()]*\)")
+#: Everything up to a shell expansion's last `/` (`"$(dirname "$0")/config.sh"`: the
+#: file beside the script, `$DIR/lib/x.sh`: `lib/x.sh`).
+_EXPANDED_DIR = re.compile(r"^.*\$[^/]*/")
+_MAKE_INCLUDE = re.compile(r"^\s*(?:-|s)?include\s+(?P<files>.+)$")
+
+
+def sourced_files(template: Path, lines: Iterable[str], scripts: Iterable[str]) -> set[str]:
+    """The files (workspace-relative names, or patterns) a check's shell or make reads in
+    as its own code: `. FILE` / `source FILE` in the check's `lines`, its template's check
+    recipes and shell `scripts` (and what those files source in turn), and the files the
+    template's Makefiles `include` (`-include`, `sinclude`; every `*.mk` when an include
+    is computed: `$(wildcard …)`).
+
+    Why: a restored `check.sh` sourcing `config.sh`, or a restored Makefile including
+    `local.mk`, ran the agent's file in the check's own shell or make: `exit 0`, or a
+    `test:` recipe of `true` overriding the task's, and the check passed (attack7)."""
+    found: set[str] = set()
+    todo = [(line, ".") for line in [*lines, *recipe_lines(template)]]
+    todo += _script_lines(template, scripts)
+    for _ in range(3):
+        new: set[str] = set()
+        for line, here in todo:
+            for match in _SOURCED.finditer(_SUBSTITUTION.sub("$X", line)):
+                word = match.group("file").strip().strip("'\"").replace('"', "").replace("'", "")
+                relative = "$" in word
+                word = _EXPANDED_DIR.sub("", word)
+                if "$" in word or not word:
+                    continue
+                for base in {".", here} if relative else {"."}:
+                    rel = relative_word(posixpath.normpath(posixpath.join(base, word)))
+                    if rel is not None:
+                        new.add(rel)
+        todo = _script_lines(template, new - found, sourced=True)
+        found |= new
+        if not todo:
+            break
+    for name in ("Makefile", "makefile", "GNUmakefile"):
+        try:
+            text = (template / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines()[:10_000]:
+            if (include := _MAKE_INCLUDE.match(line)) is None:
+                continue
+            for word in include.group("files").split():
+                if "$" in word:
+                    found.add("*.mk")  # a computed include: any makefile fragment
+                elif (rel := relative_word(word)) is not None:
+                    found.add(rel)
+    return found
+
+
+def _script_lines(
+    template: Path, scripts: Iterable[str], sourced: bool = False
+) -> list[tuple[str, str]]:
+    """(line, the script's folder) of the template's shell scripts among `scripts` (a
+    `.sh`, `.bash`, `.zsh` file or one without a suffix; any file when `sourced`: what a
+    shell reads in is shell code whatever its name), each read up to 1 MiB."""
+    found: list[tuple[str, str]] = []
+    for rel in sorted(scripts):
+        name = PurePosixPath(rel).name
+        if not (sourced or name.endswith((".sh", ".bash", ".zsh")) or "." not in name):
+            continue
+        try:
+            path = template / rel
+            if not path.is_file() or path.stat().st_size > 1024 * 1024:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        here = PurePosixPath(rel).parent.as_posix()
+        found += [(line, here) for line in text.splitlines()[:10_000]]
+    return found
+
+
 def line_data(template_files: Iterable[str], lines: Iterable[str]) -> set[str]:
     """The template's data (`all_data`: not source, documentation, a test or a manifest)
     that shell `lines` name by a word (`diff - expected.txt`, `cmp out want/`, a folder
@@ -1123,6 +1204,10 @@ def _apply_template(
     named = named | recipe_scripts(template)
     data_py = data_modules(template, template_files, named, codes)
     named = named | script_scripts(template, named) | data_py
+    # What the check's shell or make reads in as code (`. ./config.sh`, `include local.mk`):
+    # the template's, and an agent's file there that the template lacks is removed.
+    sourced = sourced_files(template, lines, named) if lines else set()
+    named = named | {f for f in template_files if any(fnmatch.fnmatchcase(f, p) for p in sourced)}
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
     # The Python a check runs reads data as a test does: the check scripts it names
     # (`python check.py` reading expected.json), its data modules, its test folders'
@@ -1190,6 +1275,8 @@ def _apply_template(
                 why = f"a runner hook: it would shadow the task's test helper {module_name(name)!r}"
             if why is None and (rel_here, module_name(name)) in data_names:
                 why = f"a runner hook: it would shadow the task's test data {module_name(name)!r}"
+            if why is None and any(fnmatch.fnmatchcase(rel, p) for p in sourced):
+                why = "a runner hook: a file the task's check sources or includes as its code"
             if why is None and name in _MANIFESTS:
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
