@@ -44,6 +44,10 @@ CHECKS: dict[str, tuple[str, dict[str, str]]] = {
         "sh check.sh",
         {"check.sh": "./verify.py\n", "verify.py": "#!/usr/bin/env python3\n" + CHECK_PY},
     ),
+    "bare pytest in sh": (
+        "sh check.sh",
+        {"check.sh": "pytest -q test_calc.py\n", "test_calc.py": UNITTEST},
+    ),
     "python -m unittest in sh": (
         "sh check.sh",
         {

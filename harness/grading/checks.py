@@ -261,8 +261,8 @@ class CheckRunner:
         }
         (shim / "python.json").write_text(json.dumps(config), encoding="utf-8")
         line = shlex.join([sys.executable, "-I", "-B", f"{runner_at}/ilh_python.py", shim_at])
-        for name in _PYTHON_NAMES:
-            (shim / name).write_text(f'#!/bin/sh\nexec {line} "$@"\n', encoding="utf-8")
+        for name, head in _PYTHON_NAMES.items():
+            (shim / name).write_text(f'#!/bin/sh\nexec {line}{head} "$@"\n', encoding="utf-8")
             (shim / name).chmod(0o755)
         shim.chmod(0o755)
         (shim / "python.json").chmod(0o644)
@@ -340,11 +340,16 @@ def read_only_files(tree: Path, files: Sequence[str]) -> list[Mount]:
 
 
 #: The names a check calls Python by (`python3.11` and the like included).
-_PYTHON_NAMES = (
-    "python",
-    "python3",
-    f"python{sys.version_info.major}.{sys.version_info.minor}",
-)
+#: The names a check calls Python by, each with what it adds before the arguments: a bare
+#: `pytest` in a restored `check.sh` is the interpreter's `pytest` script, which ran the
+#: agent's module in its process as `python -m pytest` did.
+_PYTHON_NAMES = {
+    "python": "",
+    "python3": "",
+    f"python{sys.version_info.major}.{sys.version_info.minor}": "",
+    "pytest": " -m pytest",
+    "py.test": " -m pytest",
+}
 
 
 def _task_files(tree: Path, template: Path | None) -> set[str]:
