@@ -96,7 +96,7 @@ from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
 from harness.grading.names import by_identity, parsed_file, relative_name, scan
-from harness.grading.support import FRAMEWORKS, supports_tests
+from harness.grading.support import FRAMEWORKS, is_reference, supports_tests
 
 #: Runner configuration files, by name, wherever they are.
 RUNNER_CONFIGS = frozenset(
@@ -1037,6 +1037,10 @@ def _test_support(path: Path) -> bool:
     (attack6); only such modules in test folders were the task's. The cost: a module so
     named and asserting that the task asks the agent to change is graded as the
     template had it (closed, not open)."""
+    # A reference implementation (`reference.py`, `oracle.py`) asserts nothing: by its
+    # name (attack7: the agent rewrote it and its own `add` alike, and was verified).
+    if is_reference(path):
+        return True
     stem = path.parent.name if path.name == "__init__.py" else path.stem
     if "test" in stem.lower() or stem.lower() in _SUPPORT_NAMES:
         return by_identity(path, _asserts, False)
