@@ -79,6 +79,14 @@ def test_a_check_loading_the_agents_javascript_is_not_trusted(tmp_path: Path, co
         ("const name = './calc'\nconst m = require(name)\n", "a name it computes"),
         ("const h = require('./helper')\n", None),  # the task's own helper (below)
         ("const _ = require('lodash')\n", "lodash"),
+        # Loaded by another name: any relative module name in its text counts.
+        (
+            "import { createRequire } from 'node:module'\n"
+            "const req = createRequire(import.meta.url)\nconst { add } = req('./calc')\n",
+            "calc.js",
+        ),
+        ("const { Worker } = require('worker_threads')\nnew Worker('../x/../calc.js')\n", None),
+        ("const { Worker } = require('worker_threads')\nnew Worker('./calc.js')\n", "calc.js"),
     ],
 )
 def test_which_javascript_checks_load_the_agents_code(

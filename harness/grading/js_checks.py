@@ -17,6 +17,8 @@ test runner (`jest`, `mocha`, `node --test`…) — and follows what they load:
 
 * Node's own modules (`fs`, `node:assert`…) and JSON files: fine;
 * a relative module that is the task's (its bytes the template's): read in turn;
+* any relative name in its text that is a JavaScript file of the tree (`createRequire(…)
+  ('./calc')`, `new Worker('./calc.js')`): loaded all the same;
 * anything else — a module of the agent (`./calc`), one missing from the tree, a package
   (`lodash`, from a `node_modules` the agent can change), a name computed at run time
   (`require(name)`), code run from text (`eval`, `new Function`, `vm.run…`): the reason
@@ -59,6 +61,7 @@ _LOADS = (
     re.compile(r"\bimport\s*\(" + _LITERAL + r"\)"),
     re.compile(r"\b(?:import|export)\s+(?:[\w*${}\s,]+?\s+from\s+)?" + _LITERAL[3:]),
 )
+_RELATIVE_NAME = re.compile(r"""(?P<q>['"`])(?P<spec>\.{1,2}/[^'"`\n]{1,1024})(?P=q)""")
 _COMPUTED = re.compile(r"\b(?:require|import)\s*\(\s*(?![\s'\"`])")
 _CODE_FROM_TEXT = re.compile(r"\beval\s*\(|\bnew\s+Function\s*\(|\bvm\.\w*[Rr]un\w*\s*\(")
 _RESOLVE_SUFFIXES = ("", ".js", ".cjs", ".mjs", ".json", ".ts", ".mts", ".cts")
@@ -143,6 +146,12 @@ def _loads(root: Path, rel: str) -> tuple[str | None, list[str]]:
                 return f"{rel} loads {spec}, which is not in the tree (the agent's to add)", []
             if not target.endswith(".json"):
                 loaded.append(target)
+    # A module loaded by another name (`createRequire(…)('./calc')`, `new Worker('./calc.js')`):
+    # any relative name in the text that is a JavaScript file of the tree counts.
+    for match in _RELATIVE_NAME.finditer(text):
+        target = _resolve(root, rel, match.group("spec"))
+        if target is not None and target.endswith(JS_SUFFIXES) and target not in loaded:
+            loaded.append(target)
     return None, loaded
 
 
