@@ -59,6 +59,7 @@ from graders.runners import (
     unittest_args,
 )
 from graders.tool_checks import RunnerOutcome, UntrustedCheck
+from harness.grading.compiled_checks import compiled_untrusted
 from harness.grading.js_checks import JS_SUFFIXES, js_untrusted
 from harness.grading.tree import (
     GradingSources,
@@ -171,6 +172,9 @@ class CheckRunner:
             mounts.append(Mount(checks, CHECKS_MOUNT, hand_over=True))
         if call is None:
             command = criterion.run or ""
+            why = compiled_untrusted(tree, command)
+            if why is not None:
+                raise UntrustedCheck(f"a compiled test program: {why}")
             why = js_untrusted(tree, _task_files(tree, self.sources.template), command)
             if why is not None:
                 raise UntrustedCheck(
