@@ -44,6 +44,10 @@ CHECKS: dict[str, tuple[str, dict[str, str]]] = {
         "sh check.sh",
         {"check.sh": "./verify.py\n", "verify.py": "#!/usr/bin/env python3\n" + CHECK_PY},
     ),
+    "absolute python": (
+        "sh check.sh",
+        {"check.sh": "set -e\n" + INLINE.replace("python -c", "/usr/bin/python3 -c")},
+    ),
     "bare pytest in sh": (
         "sh check.sh",
         {"check.sh": "pytest -q test_calc.py\n", "test_calc.py": UNITTEST},

@@ -272,6 +272,10 @@ class CheckRunner:
         (shim / "python.json").chmod(0o644)
         if confined:
             mounts += [Mount(RUNNER_DIR, RUNNER_MOUNT), Mount(shim, PYTHON_MOUNT)]
+            # A system interpreter named by its path (`/usr/bin/python3 -c …` in a restored
+            # check.sh) is the harness's too: the shim bound over it, unless it is the
+            # harness's own interpreter (which the shim itself runs).
+            mounts += [Mount(shim / "python", path) for path in system_pythons()]
         return f"{shim_at}:{scrubbed_env(root, '/tmp')['PATH']}"
 
     def _runner_call(self, criterion: GradingCriterion, checks_at: str | None) -> RunnerCall | None:
@@ -382,6 +386,23 @@ def _task_files(tree: Path, template: Path | None) -> set[str]:
             except OSError:
                 continue
     return found
+
+
+def system_pythons() -> list[str]:
+    """The system's Python interpreters by their usual paths (`/usr/bin/python3`…),
+    resolved, other than the one the harness runs on (a `python` shim bound over that
+    would run itself)."""
+    own = os.path.realpath(sys.executable)
+    found: dict[str, None] = {}
+    for folder in ("/usr/bin", "/usr/local/bin", "/bin"):
+        for name in _PYTHON_NAMES:
+            if not name.startswith("python"):
+                continue
+            path = os.path.join(folder, name)
+            real = os.path.realpath(path)
+            if os.path.isfile(real) and real != own and not real.startswith(sys.prefix + "/"):
+                found.setdefault(real)
+    return list(found)
 
 
 def _template_digests(tree: Path, template: Path | None) -> dict[str, str]:
