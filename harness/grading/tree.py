@@ -873,6 +873,56 @@ def _script_lines(
     return found
 
 
+_PYTHON_PROGRAM = re.compile(r"^(?:.*/)?python[0-9.]*$")
+
+
+def checking_scripts(
+    template: Path, template_files: set[str], lines: Iterable[str], scripts: set[str]
+) -> set[str]:
+    """The template's Python scripts that a free check runs (`python3 sums.py` in its
+    line, its check recipes or the shell scripts it runs) and that are tests by what they
+    do or are named (`_test_support`: asserting on the agent's functions, a reference).
+
+    Why: a restored `check.sh` running `python3 sums.py`, whose asserts were the task's
+    check, ran the agent's rewritten `sums.py` (`pass`) because only scripts named
+    `check…`/`verify…` were the task's, and a wrong `add` passed (attack7). A script that
+    asserts nothing (the agent's program, `python slug.py`) stays the agent's."""
+    shells = scripts | script_scripts(template, scripts)
+    every = [*lines, *recipe_lines(template)] + [
+        line for line, _ in _script_lines(template, shells)
+    ]
+    found: set[str] = set()
+    for line in every:
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            tokens = list(lexer)
+        except ValueError:
+            continue
+        simple: list[str] = []
+        for token in [*tokens, ";"]:
+            if not set(token) <= _OPERATOR_CHARS:
+                simple.append(token)
+                continue
+            words = simple
+            simple = []
+            while words and (
+                _ASSIGNMENT.match(words[0]) or PurePosixPath(words[0]).name in _WRAPPERS
+            ):
+                words = words[1:]
+            if not words or not _PYTHON_PROGRAM.match(words[0]):
+                continue
+            rest = words[1:]
+            while rest and rest[0].startswith("-") and rest[0] not in ("-c", "-m"):
+                rest = rest[2:] if rest[0] in ("-W", "-X") else rest[1:]
+            if not rest or rest[0] in ("-c", "-m"):
+                continue
+            rel = relative_word(rest[0])
+            if rel is not None and rel in template_files and _test_support(template / rel):
+                found.add(rel)
+    return found
+
+
 def line_data(template_files: Iterable[str], lines: Iterable[str]) -> set[str]:
     """The template's data (`all_data`: not source, documentation, a test or a manifest)
     that shell `lines` name by a word (`diff - expected.txt`, `cmp out want/`, a folder
@@ -1206,6 +1256,10 @@ def _apply_template(
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
     named = named | recipe_scripts(template)
+    if lines:
+        # A Python script a free check runs that is a test by what it does (`python3
+        # sums.py` asserting on `add`): the task's, whatever its name (`checking_scripts`).
+        named = named | checking_scripts(template, template_files, lines, named)
     data_py = data_modules(template, template_files, named, codes)
     named = named | script_scripts(template, named) | data_py
     # What the check's shell or make reads in as code (`. ./config.sh`, `include local.mk`):
