@@ -101,3 +101,13 @@ def test_which_javascript_checks_load_the_agents_code(
         (tmp_path / name).write_text(text)
     found = js_untrusted(tmp_path, {"check.js", "helper.js"}, "node check.js")
     assert (found is None) if why is None else (found is not None and why in found)
+
+
+def test_a_typescript_check_the_line_names_is_read(tmp_path: Path) -> None:
+    """`npx tsx check.ts`: `.ts` is no check script's suffix, but the task's file the
+    line names is read all the same; the agent's program a line runs is not."""
+    (tmp_path / "check.ts").write_text("import { add } from './calc'\n")
+    (tmp_path / "calc.ts").write_text("export const add = (a: number, b: number) => a + b\n")
+    found = js_untrusted(tmp_path, {"check.ts"}, "npx tsx check.ts")
+    assert found is not None and "calc.ts" in found
+    assert js_untrusted(tmp_path, {"check.ts"}, 'test "$(npx tsx calc.ts)" = 3') is None

@@ -37,7 +37,13 @@ from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 from graders.baseline import is_test_file
-from harness.grading.tree import check_scripts, recipe_lines, recipe_scripts, script_scripts
+from harness.grading.tree import (
+    check_scripts,
+    recipe_lines,
+    recipe_scripts,
+    relative_word,
+    script_scripts,
+)
 
 #: Sources of JavaScript (and TypeScript, run by ts-node, tsx, bun or deno).
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx")
@@ -80,6 +86,15 @@ def js_untrusted(root: Path, task_files: set[str], command: str) -> str | None:
     scripts |= script_scripts(root, scripts)
     entries = {s for s in scripts if s.endswith(JS_SUFFIXES)}
     lines = [command, *recipe_lines(root), *_shell_lines(root, scripts)]
+    # A task's file any line names (`npx tsx check.ts`: no `check_scripts` suffix); the
+    # agent's named so is a program the check runs, its output read.
+    entries |= {
+        rel
+        for line in lines
+        for word in line.split()
+        if (rel := relative_word(word.strip("'\"")) or "") in task_files
+        and rel.endswith(JS_SUFFIXES)
+    }
     if any(_JS_RUNNER.search(line) for line in lines):
         entries |= {f for f in task_files if f.endswith(JS_SUFFIXES) and is_test_file(f)}
     seen: set[str] = set()
