@@ -48,6 +48,7 @@ CHECKS: dict[str, tuple[str, dict[str, str]]] = {
         "sh check.sh",
         {"check.sh": "set -e\n" + INLINE.replace("python -c", "/usr/bin/python3 -c")},
     ),
+    "python -m module": ("python -m verify_sums", {"verify_sums.py": CHECK_PY}),
     "bare pytest in sh": (
         "sh check.sh",
         {"check.sh": "pytest -q test_calc.py\n", "test_calc.py": UNITTEST},

@@ -9,7 +9,8 @@ add; assert add(1, 2) == 3"` ran the agent's `calc` in that process, which ended
 passed (attack7). So the harness puts a folder first on the check's PATH whose `python`,
 `python3`… start this file (`harness/grading/checks.py`), which decides:
 
-* `-c CODE`, `-m pytest`, `-m unittest`, or a script whose bytes are the template's (its
+* `-c CODE`, `-m pytest`, `-m unittest`, or a script (or `-m MODULE`'s module file)
+  whose bytes are the template's (its
   SHA-256 in CONFIG_DIR/python.json, read once here and run as read): run by the
   harness's runner (`ilh_runner.run_guarded`), the agent's modules in the solution
   process; the exit status is 0 only when the code ran to its end (or `sys.exit(0)`),
@@ -31,6 +32,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import types
 from typing import Any
@@ -40,6 +42,7 @@ _FLAGS = frozenset("BdEhiIOPqsSuvVx")
 _VALUED = frozenset("WX")
 #: Longest script read to be checked (a task's check script is small).
 _MAX_SCRIPT = 4 * 1024 * 1024
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def _runner() -> types.ModuleType:
@@ -96,11 +99,26 @@ def route(args: list[str], config: dict[str, Any]) -> tuple[str, list[str], byte
             return "pytest", rest[2:], None
         if rest[1] == "unittest":
             return "unittest", rest[2:], None
-        return None
+        # `python -m verify`: a module file of the tree holding the template's bytes runs
+        # as that script would (a package's `__main__` keeps the real interpreter).
+        module = os.path.join(*rest[1].split(".")) + ".py" if _MODULE.match(rest[1]) else None
+        if module is None or not os.path.isfile(module):
+            return None
+        checked = _task_script(module, config)
+        return (
+            None if checked is None else ("script", [os.path.abspath(module), *rest[2:]], checked)
+        )
     if rest[0].startswith("-"):
         return None
+    checked = _task_script(rest[0], config)
+    return None if checked is None else ("script", rest, checked)
+
+
+def _task_script(path: str, config: dict[str, Any]) -> bytes | None:
+    """The bytes of the script at `path` when they are the template's (read once here),
+    else None: the agent's own script, or one it changed."""
     root = os.path.realpath(str(config["root"]))
-    real = os.path.realpath(rest[0])
+    real = os.path.realpath(path)
     if not real.startswith(root.rstrip(os.sep) + os.sep):
         return None
     try:
@@ -112,7 +130,7 @@ def route(args: list[str], config: dict[str, Any]) -> tuple[str, list[str], byte
     scripts = config.get("scripts") or {}
     if len(data) > _MAX_SCRIPT or scripts.get(rel) != _digest(data):
         return None  # the agent's own script (or one it changed): its own program
-    return "script", rest, data
+    return data
 
 
 def _changed(root: str, trusted: list[str], scripts: dict[str, str]) -> list[str]:
