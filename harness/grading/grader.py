@@ -88,8 +88,8 @@ def exit_code_notes(rubric: GradingRubric, template_known: bool = True) -> list[
 
     return [
         f"criterion {c.id}: its check is a free command, not a known test runner: it trusts "
-        "an exit code (code it imports can end the process with 0); prefer pytest = … or "
-        "unittest = …"
+        "an exit code (the Python it runs is the harness's runner, but any other program it "
+        "runs decides its own); prefer pytest = … or unittest = …"
         for c in rubric.criteria
         if c.run is not None
         and runner_call(c.run, "/ilh-checks") is None
