@@ -799,7 +799,7 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     ) -> importlib.machinery.ModuleSpec | None:
         top = fullname.partition(".")[0]
         if top in sys.stdlib_module_names or top in sys.builtin_module_names:
-            return None
+            return self._standard(fullname, path)
         # Decided by where the module would really load from, whatever finds it: a
         # package at the tree's root reached from `/` (pytest's prepend mode with a
         # root `__init__.py`), an `__init__` that is an extension module, a `.so`
@@ -824,6 +824,28 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         folder = os.path.dirname(origin)
         spec.loader_state = os.path.dirname(folder) if package else folder
         return spec
+
+    def _standard(
+        self, fullname: str, path: Sequence[str] | None
+    ) -> importlib.machinery.ModuleSpec | None:
+        """A standard module, never a file of the tree named like one: the tree is first on
+        the import path, and in a free check a program it ran before (the agent's build
+        step) wrote `statistics.py` there after the tree was cleaned; a test importing
+        `statistics` then ran the agent's code in this process (attack7). None: the
+        usual finders decide (nothing of the tree has the name)."""
+        found = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if (
+            found is None
+            or found.origin is None
+            or not self._inside(os.path.realpath(found.origin))
+        ):
+            return None
+        entries = sys.path if path is None else path
+        outside = [e for e in entries if not self._inside(os.path.realpath(e or "."))]
+        standard = importlib.machinery.PathFinder.find_spec(fullname, outside)
+        if standard is None:  # no such standard module here: the tree's is not taken
+            raise ImportError(f"{fullname}: a module of the tree named like a standard one")
+        return standard
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         where = spec.loader_state if "." not in spec.name else None
