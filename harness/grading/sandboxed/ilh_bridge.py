@@ -833,6 +833,8 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         step) wrote `statistics.py` there after the tree was cleaned; a test importing
         `statistics` then ran the agent's code in this process (attack7). None: the
         usual finders decide (nothing of the tree has the name)."""
+        if fullname in sys.builtin_module_names:
+            return None  # built in: the built-in finder, before any path, takes it
         found = importlib.machinery.PathFinder.find_spec(fullname, path)
         if (
             found is None
