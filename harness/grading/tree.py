@@ -1051,6 +1051,42 @@ def data_modules(
     return found
 
 
+def plugin_modules(template: Path, template_files: Iterable[str]) -> set[str]:
+    """The template's modules that its test files load as pytest plugins (`pytest_plugins
+    = ["myplugin"]` in a `conftest.py`): test machinery, the task's, restored and loaded
+    by the runner itself. Why: served from the solution process as the agent's, such a
+    plugin's fixtures were not seen by pytest, and an honest agent's test errored; and its
+    fixtures (`expected`) were the agent's to rewrite."""
+    files = set(template_files)
+    found: set[str] = set()
+    for rel in sorted(files):
+        if not (rel.endswith(".py") and is_test_file(rel)):
+            continue
+        tree = by_identity(template / rel, _parsed, None)
+        if tree is None:
+            continue
+        for node in tree.body:
+            if not (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets)
+            ):
+                continue
+            values = (
+                node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
+            )
+            for value in values:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    base = value.value.replace(".", "/")
+                    found |= {f for f in (f"{base}.py", f"{base}/__init__.py") if f in files}
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(path: str, inode: int, size: int, mtime_ns: int) -> ast.Module | None:
+    del inode, size, mtime_ns  # the cache key: the same file, unchanged
+    return parsed_file(path)
+
+
 def _imports_of(source: bytes) -> set[str]:
     """The modules a Python source imports by name (`import a.b`, `from a import b`: `a`
     and `a.b`, the name may be a submodule); none when it does not parse."""
@@ -1261,6 +1297,7 @@ def _apply_template(
         # sums.py` asserting on `add`): the task's, whatever its name (`checking_scripts`).
         named = named | checking_scripts(template, template_files, lines, named)
     data_py = data_modules(template, template_files, named, codes)
+    data_py |= plugin_modules(template, template_files)
     named = named | script_scripts(template, named) | data_py
     # What the check's shell or make reads in as code (`. ./config.sh`, `include local.mk`):
     # the template's, and an agent's file there that the template lacks is removed.
