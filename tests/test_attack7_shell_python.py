@@ -143,3 +143,25 @@ def test_a_check_script_named_otherwise_is_not_the_agents_to_empty(
 def test_an_honest_agent_passes_a_check_script_named_otherwise(tmp_path: Path, how: str) -> None:
     outcome = run(_sums_task(tmp_path, how, {"calc.py": HONEST}))
     assert outcome["final"]["state"] == "complete", json.dumps(outcome["grader"], indent=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "kind"),
+    [
+        (["-c", "import calc"], "script"),
+        (["-b", "-B", "-c", "import calc"], "script"),
+        (["-bb", "-R", "-Werror", "-X", "dev", "-c", "x"], "script"),
+        (["-m", "pytest", "-q"], "pytest"),
+        (["-um", "unittest"], "unittest"),
+        (["-m", "slug"], None),  # the agent's program (no such module file of the task)
+        (["-i", "-c", "x"], None),  # interactive: not a check's run
+        ([], None),
+    ],
+)
+def test_which_python_calls_the_shim_runs_in_the_runner(
+    tmp_path: Path, args: list[str], kind: str | None
+) -> None:
+    from harness.grading.sandboxed.ilh_python import route
+
+    routed = route(args, {"root": str(tmp_path), "scripts": {}})
+    assert (routed[0] if routed is not None else None) == kind

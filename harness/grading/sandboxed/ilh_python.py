@@ -38,7 +38,7 @@ import types
 from typing import Any
 
 #: Options of `python` that take no value, and those that take one (`-W error`).
-_FLAGS = frozenset("BdEhiIOPqsSuvVx")
+_FLAGS = frozenset("bBdEhiIOPqRsSuvVx")
 _VALUED = frozenset("WX")
 #: Longest script read to be checked (a task's check script is small).
 _MAX_SCRIPT = 4 * 1024 * 1024
@@ -59,26 +59,29 @@ def _runner() -> types.ModuleType:
 
 
 def _operands(args: list[str]) -> list[str] | None:
-    """`args` past the interpreter's options, `-c` and `-m` kept with what follows; None
-    for options this file does not model (the real interpreter runs them)."""
+    """`args` past the interpreter's options, `-c` and `-m` given as `["-c", CODE, …]` and
+    `["-m", NAME, …]` (combined ones too: `-uc CODE`, `-mpytest`); None for options this
+    file does not model (the real interpreter runs them)."""
     rest = list(args)
     while rest and rest[0].startswith("-") and rest[0] not in ("-", "--"):
-        word = rest[0]
-        if word.startswith("--") or word[1:2] in ("c", "m"):
-            break
+        word, rest = rest[0], rest[1:]
+        if word.startswith("--"):
+            return None  # a long option (`--check-hash-based-pycs`): not modeled
         letters = word[1:]
-        if letters[0] in _VALUED:
-            rest = rest[1:] if len(letters) > 1 else rest[2:]
-            continue
-        if not set(letters) <= _FLAGS or "i" in letters:
-            return None  # interactive, or an option not modeled: not a check's run
-        rest = rest[1:]
+        for at, letter in enumerate(letters):
+            tail = letters[at + 1 :]
+            if letter in "cm":
+                if tail:
+                    return [f"-{letter}", tail, *rest]
+                return [f"-{letter}", *rest] if rest else None
+            if letter in _VALUED:
+                if not tail:
+                    rest = rest[1:]
+                break
+            if letter not in _FLAGS or letter == "i":
+                return None  # interactive, or an option not modeled: not a check's run
     if rest[:1] == ["--"]:
         rest = rest[1:]
-    if rest and rest[0].startswith("-c") and rest[0] != "-c":
-        rest = ["-c", rest[0][2:], *rest[1:]]
-    if rest and rest[0].startswith("-m") and rest[0] != "-m":
-        rest = ["-m", rest[0][2:], *rest[1:]]
     return rest
 
 
