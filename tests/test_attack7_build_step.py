@@ -99,3 +99,49 @@ def test_a_build_step_cannot_shadow_a_standard_module_the_tests_import(tmp_path:
         honest, files, 'run = "make test"', [writes("w", {"calc.py": HONEST}), claim()]
     )
     assert run(task)["final"]["state"] == "complete"
+
+
+TEST_PACKAGE = {
+    "calc.py": CALC_STUB,
+    "test/__init__.py": "",
+    "test/test_calc.py": CALC_TESTS,
+    "test/cases.json": CASES,
+}
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    ['unittest = "test"', 'run = "python -m unittest discover -s test -t ."'],
+    ids=["runner", "free"],
+)
+def test_a_tasks_test_package_named_like_a_standard_one_is_still_its_own(
+    tmp_path: Path, criterion: str
+) -> None:
+    """`test/` (a package named like the standard library's `test`) holds the task's
+    tests: a standard module is preferred only to a file of the tree that is not the
+    task's."""
+    task = write_task(
+        tmp_path, TEST_PACKAGE, criterion, [writes("w", {"calc.py": HONEST}), claim()]
+    )
+    outcome = run(task)
+    assert outcome["final"]["state"] == "complete", json.dumps(outcome["grader"])[:3000]
+
+
+def test_a_build_step_cannot_shadow_an_installed_package_the_tests_import(tmp_path: Path) -> None:
+    """As with a standard module: the build step writes `numpy.py` whose
+    `testing.assert_allclose` does nothing; the test's `import numpy` took it."""
+    tests = (
+        "import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+        "    def test_add(self):\n        import numpy\n\n"
+        "        numpy.testing.assert_allclose(add(1, 2), 3)\n"
+    )
+    files = {
+        "calc.py": CALC_STUB,
+        "build.sh": "true\n",
+        "Makefile": MAKEFILE.format(test="python -m unittest -q test_calc"),
+        "test_calc.py": tests,
+    }
+    fake = "class testing:\\n    assert_allclose = staticmethod(lambda *a, **k: None)\\n"
+    agent = {"calc.py": ZERO, "build.sh": f"printf '{fake}' > numpy.py\n"}
+    task = write_task(tmp_path, files, 'run = "make test"', [writes("w", agent), claim()])
+    never_complete(run(task))

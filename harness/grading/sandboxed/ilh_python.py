@@ -181,8 +181,9 @@ def main(argv: list[str]) -> None:
 
         report_dir = tempfile.mkdtemp(prefix="ilh-python-")
     shim = os.path.join(config_dir, "python")
+    task_files = frozenset(trusted) | frozenset(config.get("scripts") or {})
     status, _tests, tampered = runner.run_guarded(
-        kind, root, rest, report_dir, [], frozenset(trusted), path, verified, shim
+        kind, root, rest, report_dir, [], frozenset(trusted), path, verified, shim, task_files
     )
     if tampered:
         print(f"ilh: the code under test replaced {', '.join(tampered[:5])}", file=sys.stderr)

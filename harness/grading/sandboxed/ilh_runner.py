@@ -508,6 +508,7 @@ def run_guarded(
     path: list[str],
     verified: bytes | None = None,
     python: str | None = None,
+    task_files: frozenset[str] | None = None,
 ) -> tuple[int, list[dict[str, Any]], list[str]]:
     """Run `kind` over the tree at `root` with the guard on and the agent's modules in the
     solution process (unable to read `hidden`); (status, the tests recorded, what the
@@ -515,7 +516,10 @@ def run_guarded(
     `python` would: the tree, or the working folder); `trusted`: the tree's files the
     runner imports itself; `verified`: a script's checked bytes (`run_script`); `python`:
     what `sys.executable` says once the solution process runs (`ilh_python.py`: the
-    check's own `subprocess.run([sys.executable, …])` is run by the harness too)."""
+    check's own `subprocess.run([sys.executable, …])` is run by the harness too);
+    `task_files`: in a free check, the tree's files that are the task's
+    (`SolutionFinder`: no other file of the tree stands for a standard or installed
+    module)."""
     # The runner, imported completely before the tree is on the import path.
     import unittest
     import unittest.mock  # noqa: F401  (its helpers exist before any test code does)
@@ -544,7 +548,7 @@ def run_guarded(
     if python is not None:
         sys.executable = python
     guard.trusted_files = frozenset(os.path.realpath(os.path.join(root, t)) for t in trusted)
-    finder = bridge.SolutionFinder(peer, root, trusted)
+    finder = bridge.SolutionFinder(peer, root, trusted, task_files)
     sys.meta_path.insert(0, finder)
     before = allowed
     allowed = lambda hook: hook is finder or before(hook)  # noqa: E731
