@@ -9,18 +9,22 @@ this module says which files those are.
 
 What counts as a test file is a convention: the usual names of pytest, unittest, Go and
 JavaScript test runners (`test_*.py`, `*_test.py`, `*_test.go`, `*.test.ts`,
-`*.spec.jsx`, `conftest.py`), and anything under a `test`, `tests`, `__tests__` or `spec`
-folder. Files a check relies on beyond these are protected when the check's command
-names them (`harness.grading.tree`).
+`*.spec.jsx`, `conftest.py`), C, C++, shell, Ruby and Perl tests by the same names
+(`test_calc.c`, `*_test.cc`, `test_run.sh`), and anything under a `test`, `tests`,
+`__tests__` or `spec` folder. Files a check relies on beyond these are protected when
+the check's command names them (`harness.grading.tree`).
 """
 
 from __future__ import annotations
 
 import re
 
+#: Test sources of languages with no runner of their own here (C, C++, shell, Ruby, Perl):
+#: a task's `test_calc.c` was the agent's to rewrite as `int main(void) {return 0;}`.
+_OTHER = r"c|cc|cpp|cxx|rb|pl|sh|bats"
 _TEST_FILE = re.compile(
-    r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.(?:py|go)|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?"
-    r"|conftest\.py)$"
+    rf"(?:^|/)(?:test_[^/]*\.(?:py|{_OTHER})|[^/]*_test\.(?:py|go|{_OTHER})"
+    r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?|conftest\.py)$"
     r"|(?:^|/)(?:tests?|__tests__|spec)/"
 )
 

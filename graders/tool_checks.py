@@ -72,6 +72,14 @@ class RunnerOutcome(BaseModel):
     runner: str | None = None
 
 
+class UntrustedCheck(Exception):
+    """Raised by a runner for a check it will not run because its result could not be
+    trusted (the message says why): the criterion is unknown, never verified."""
+
+
+UNTRUSTED = "not trusted"
+
+
 Runner = Callable[[GradingCriterion, float], CommandOutcome]
 """`runner(criterion, timeout_s)`: run one criterion's check over the graded work."""
 
@@ -145,6 +153,8 @@ def run_check(criterion: GradingCriterion, runner: Runner, time_room: TimeRoom) 
     timeout = min(DEFAULT_CHECK_TIMEOUT_S, room) if room is not None else DEFAULT_CHECK_TIMEOUT_S
     try:
         done = runner(criterion, timeout)
+    except UntrustedCheck as exc:  # closed, not open: run, it would decide nothing
+        return _not_run(criterion, "check_error", f"{UNTRUSTED}: {exc}")
     except Exception as exc:  # whatever the runner raised, nothing was checked
         return _not_run(
             criterion, "check_error", f"it could not start: {type(exc).__name__}: {exc}"

@@ -7,7 +7,9 @@ For every check (`CheckRunner.__call__`):
    bytecode removed) and, apart from it, a report folder;
 2. the check runs confined (`harness.workspace.commands.run_shell`), the tree at
    `/workspace` (writable: a check may write caches; the next check gets a new copy),
-   and only for a hidden check the task's checks snapshot read-only at `/ilh-checks`
+   the task's files in it read-only for a free command (`read_only_files`: a build step
+   the check ran first rewrote them), and only for a hidden check the task's checks
+   snapshot read-only at `/ilh-checks`
    (`$ILH_CHECKS`); its HOME is an empty folder, never the tree (an agent's
    `.bash_profile` saying `exit 0` ended a restored `bash -lc 'sh check.sh'`);
 3. a runner-aware check (`pytest = …`, `unittest = …`, or a `run` that is one call of
@@ -36,8 +38,8 @@ import shlex
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 
 from graders.baseline import is_test_file
 from graders.criteria import GradingCriterion
@@ -56,7 +58,9 @@ from graders.runners import (
     selection,
     unittest_args,
 )
-from graders.tool_checks import RunnerOutcome
+from graders.tool_checks import RunnerOutcome, UntrustedCheck
+from harness.grading.compiled_checks import compiled_untrusted
+from harness.grading.js_checks import JS_SUFFIXES, js_untrusted
 from harness.grading.tree import (
     GradingSources,
     TreeChanges,
@@ -67,7 +71,7 @@ from harness.grading.tree import (
     runner_paths,
 )
 from harness.telemetry import span
-from harness.workspace.commands import CommandResult, run_shell
+from harness.workspace.commands import CommandResult, run_shell, scrubbed_env
 from harness.workspace.sandbox import SANDBOX_WORKDIR, Mount, SandboxPolicy
 from harness.workspace.walk import remove_tree
 
@@ -76,6 +80,8 @@ RUNNER_DIR = Path(__file__).resolve().parent / "sandboxed"
 CHECKS_MOUNT = "/ilh-checks"
 RUNNER_MOUNT = "/ilh-runner"
 REPORT_MOUNT = "/ilh-report"
+#: A free command's `python` (`sandboxed/ilh_python.py`), first on its PATH.
+PYTHON_MOUNT = "/ilh-python"
 
 
 class CheckRunner:
@@ -145,8 +151,10 @@ class CheckRunner:
             # A `python -c` check's text imports the task's data modules as a script does.
             script_c = call is not None and call.kind == "script" and call.args[:1] == ("-c",)
             codes = (call.args[1],) if call is not None and script_c else ()
+            # A free command's own line names data as a check script does (`diff - want`).
+            lines = (criterion.run or "",) if call is None else ()
             changes = build_tree(
-                self.workspace, self.sources.template, tree, named, checks, codes=codes
+                self.workspace, self.sources.template, tree, named, checks, codes, lines
             )
         except TreeError as exc:
             raise OSError(str(exc)) from exc
@@ -167,6 +175,21 @@ class CheckRunner:
             mounts.append(Mount(checks, CHECKS_MOUNT, hand_over=True))
         if call is None:
             command = criterion.run or ""
+            why = compiled_untrusted(tree, command)
+            if why is not None:
+                raise UntrustedCheck(f"a compiled test program: {why}")
+            why = js_untrusted(tree, _task_files(tree, self.sources.template), command)
+            if why is not None:
+                raise UntrustedCheck(
+                    "a JavaScript check that loads code the task did not ship lets that code "
+                    f"decide its exit status (process.exit, an exit handler, a patched assert): "
+                    f"{why}; run the agent's code as a program and read its output, or check "
+                    "it with a hidden Python test"
+                )
+            # The Python this command runs is the harness's (`sandboxed/ilh_python.py`).
+            env["PATH"] = self._python_shim(scratch, tree, root, changes, mounts)
+            if confined:
+                mounts += read_only_files(tree, changes.protected)
             done = run_shell(
                 command, tree, timeout_s, env, sandbox=self.sandbox, mounts=mounts, writable=True
             )
@@ -222,6 +245,42 @@ class CheckRunner:
         )
         return _outcome(done, verdict=verdict, runner=call.kind)
 
+    def _python_shim(
+        self, scratch: Path, tree: Path, root: str, changes: TreeChanges, mounts: list[Mount]
+    ) -> str:
+        """A folder of `python`, `python3`… that run `sandboxed/ilh_python.py` (mounted with
+        the runner), first on a free command's PATH; returns that PATH. Why: a restored
+        `check.sh` calling `python -c "…assert…"` ran the agent's module in that Python,
+        which ended it with 0 (`os._exit(0)` at import) and the check passed (attack7).
+        The folder's `python.json` says where the tree is, the real interpreter, the
+        SHA-256 of every Python file of the tree that is the template's (a task's script
+        runs in the runner only with those bytes) and the files the runner imports itself."""
+        confined = self.sandbox.confined
+        shim = scratch / "python"
+        shim.mkdir()
+        shim_at = PYTHON_MOUNT if confined else str(shim)
+        runner_at = RUNNER_MOUNT if confined else str(RUNNER_DIR)
+        config = {
+            "python": sys.executable,
+            "root": root,
+            "scripts": _template_digests(tree, self.sources.template),
+            "trusted": sorted({*trusted_files(tree), *changes.trusted}),
+        }
+        (shim / "python.json").write_text(json.dumps(config), encoding="utf-8")
+        line = shlex.join([sys.executable, "-I", "-B", f"{runner_at}/ilh_python.py", shim_at])
+        for name, head in _PYTHON_NAMES.items():
+            (shim / name).write_text(f'#!/bin/sh\nexec {line}{head} "$@"\n', encoding="utf-8")
+            (shim / name).chmod(0o755)
+        shim.chmod(0o755)
+        (shim / "python.json").chmod(0o644)
+        if confined:
+            mounts += [Mount(RUNNER_DIR, RUNNER_MOUNT), Mount(shim, PYTHON_MOUNT)]
+            # A system interpreter named by its path (`/usr/bin/python3 -c …` in a restored
+            # check.sh) is the harness's too: the shim bound over it, unless it is the
+            # harness's own interpreter (which the shim itself runs).
+            mounts += [Mount(shim / "python", path) for path in system_pythons()]
+        return f"{shim_at}:{scrubbed_env(root, '/tmp')['PATH']}"
+
     def _runner_call(self, criterion: GradingCriterion, checks_at: str | None) -> RunnerCall | None:
         def expand(text: str) -> str:
             return expand_checks(text, checks_at) if checks_at is not None else text
@@ -255,6 +314,121 @@ class CheckRunner:
             return template is not None and rel in restored and (template / rel).is_file()
 
         return task_script
+
+
+#: Most mounts a free check's task files may take (`read_only_files`).
+MAX_PROTECTED_MOUNTS = 4096
+
+
+def read_only_files(tree: Path, files: Sequence[str]) -> list[Mount]:
+    """Mounts that show the task's `files` of the tree read-only in a free check's
+    sandbox, each bound over itself, and every folder above one (the root aside) bound
+    over itself writable: a mount point cannot be moved, so a folder of task files
+    cannot be swapped for a copy of the agent's. Why: the tree is writable during a free
+    check, and `make test` with `test: build` ran the agent's `build.sh` first, which
+    rewrote the cases a restored test read (or moved the test folder away and made
+    another), and the check passed (attack7). Refused (`UntrustedCheck`) past
+    `MAX_PROTECTED_MOUNTS`: such a check cannot be kept from its task's files."""
+    folders: dict[str, None] = {}
+    for rel in files:
+        parts = PurePosixPath(rel).parts
+        for i in range(1, len(parts)):
+            folders.setdefault("/".join(parts[:i]))
+    if len(folders) + len(files) > MAX_PROTECTED_MOUNTS:
+        raise UntrustedCheck(
+            f"the task has more than {MAX_PROTECTED_MOUNTS} files and folders a free check "
+            "must not change: a program it runs could rewrite them before the tests read "
+            "them; use pytest = … or unittest = …"
+        )
+    # Outer folders first: bwrap mounts in order, and an inner mount must land on the
+    # outer one.
+    mounts = [
+        Mount(tree / rel, f"{SANDBOX_WORKDIR}/{rel}", writable=True)
+        for rel in sorted(folders, key=lambda r: (r.count("/"), r))
+    ]
+    mounts += [Mount(tree / rel, f"{SANDBOX_WORKDIR}/{rel}") for rel in sorted(files)]
+    return mounts
+
+
+#: The names a check calls Python by (`python3.11` and the like included).
+#: The names a check calls Python by, each with what it adds before the arguments: a bare
+#: `pytest` in a restored `check.sh` is the interpreter's `pytest` script, which ran the
+#: agent's module in its process as `python -m pytest` did.
+_PYTHON_NAMES = {
+    "python": "",
+    "python3": "",
+    f"python{sys.version_info.major}.{sys.version_info.minor}": "",
+    "pytest": " -m pytest",
+    "py.test": " -m pytest",
+}
+
+
+def _task_files(tree: Path, template: Path | None) -> set[str]:
+    """The tree's JavaScript files that are the task's (`js_checks.js_untrusted`): those
+    holding the template's bytes; without a known template, its test files (the user
+    asked them to be trusted)."""
+    found: set[str] = set()
+    for folder, _dirs, files in os.walk(template or tree):
+        for name in files:
+            path = Path(folder) / name
+            rel = path.relative_to(template or tree).as_posix()
+            if not name.endswith(JS_SUFFIXES) or path.is_symlink():
+                continue
+            if template is None:
+                if is_test_file(rel):
+                    found.add(rel)
+                continue
+            mine = tree / rel
+            try:
+                if (
+                    not mine.is_symlink()
+                    and mine.is_file()
+                    and mine.read_bytes() == path.read_bytes()
+                ):
+                    found.add(rel)
+            except OSError:
+                continue
+    return found
+
+
+def system_pythons() -> list[str]:
+    """The system's Python interpreters by their usual paths (`/usr/bin/python3`…),
+    resolved, other than the one the harness runs on (a `python` shim bound over that
+    would run itself)."""
+    own = os.path.realpath(sys.executable)
+    found: dict[str, None] = {}
+    for folder in ("/usr/bin", "/usr/local/bin", "/bin"):
+        for name in _PYTHON_NAMES:
+            if not name.startswith("python"):
+                continue
+            path = os.path.join(folder, name)
+            real = os.path.realpath(path)
+            if os.path.isfile(real) and real != own and not real.startswith(sys.prefix + "/"):
+                found.setdefault(real)
+    return list(found)
+
+
+def _template_digests(tree: Path, template: Path | None) -> dict[str, str]:
+    """SHA-256 of each Python file of the tree (relative, with `/`) that holds the
+    template's bytes: the task's scripts and restored tests, which a free command's
+    `python` runs in the harness's runner (`sandboxed/ilh_python.py`). Without a known
+    template, every Python file of the tree (the user asked its files to be trusted)."""
+    found: dict[str, str] = {}
+    for folder, _dirs, files in os.walk(template or tree):
+        for name in files:
+            path = Path(folder) / name
+            if not name.endswith(".py") or path.is_symlink():
+                continue
+            rel = path.relative_to(template or tree).as_posix()
+            mine = tree / rel
+            try:
+                data = path.read_bytes()
+                if mine.is_symlink() or not mine.is_file() or mine.read_bytes() != data:
+                    continue
+            except OSError:
+                continue
+            found[rel] = hashlib.sha256(data).hexdigest()
+    return found
 
 
 def _outcome(

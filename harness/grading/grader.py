@@ -31,7 +31,7 @@ from graders.evidence import AgentClaim, ClaimKind, tool_evidence
 from graders.model_judge import AnswerContext, ModelVerdict, judge
 from graders.report import GraderCall, GradeReport, GraderTokens
 from graders.runners import runner_call, script_call
-from graders.tool_checks import ToolCheck, run_checks
+from graders.tool_checks import UNTRUSTED, ToolCheck, run_checks
 from harness.context.agent import Segment
 from harness.enforce.authority import Disposition, classify
 from harness.enforce.claims import read_claims
@@ -88,8 +88,8 @@ def exit_code_notes(rubric: GradingRubric, template_known: bool = True) -> list[
 
     return [
         f"criterion {c.id}: its check is a free command, not a known test runner: it trusts "
-        "an exit code (code it imports can end the process with 0); prefer pytest = … or "
-        "unittest = …"
+        "an exit code (the Python it runs is the harness's runner, but any other program it "
+        "runs decides its own); prefer pytest = … or unittest = …"
         for c in rubric.criteria
         if c.run is not None
         and runner_call(c.run, "/ilh-checks") is None
@@ -248,6 +248,12 @@ class Grader:
             # In a worker thread: a check may take minutes, and concurrent runs (a batch)
             # share this event loop. This run's ledger is only read there, never written.
             checks = await asyncio.to_thread(self._checks, tool_criteria)
+            # A check not run because it could not be trusted says why, once, in the notes.
+            notes += [
+                f"criterion {c.criterion}: {c.detail}"
+                for c in checks
+                if c.cause == "check_error" and c.detail.startswith(f"not run: {UNTRUSTED}")
+            ]
             model_ids = [c.id for c in self.rubric.criteria if not c.tool_checked]
             verdicts, session = await self._judge(model_ids, checks, claims, notes)
         return GradeReport(

@@ -50,7 +50,9 @@ only when they stay inside it, dereferenced):
    source of any language, documentation, a test or a manifest) and every data-only
    module (`every_data_module`) is the task's; an agent's edits to a data file survive
    only in a task whose tests name what they read. The Python check scripts a check
-   runs are read for names like tests (`python check.py` reading `expected.json`); a
+   runs are read for names like tests (`python check.py` reading `expected.json`), a free
+   check's own line and the template's check recipes for the files they name
+   (`diff - expected.txt`: `line_data`); a
    test or check script in another language (`check.sh`, `sum.test.js`, `check.js`) is
    opaque; the check scripts a restored shell check script runs are restored too
    (`script_scripts`). A file the agent adds where a test reads data by a pattern or a
@@ -94,6 +96,7 @@ from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
 from harness.grading.names import by_identity, parsed_file, relative_name, scan
+from harness.grading.support import FRAMEWORKS, is_reference, supports_tests
 from harness.workspace.confined import MAX_WALK_DEPTH
 
 #: Runner configuration files, by name, wherever they are.
@@ -147,6 +150,11 @@ class TreeChanges(BaseModel):
     #: runner imports them itself, never from the solution process the agent's code
     #: runs in (where that code could rewrite a helper's values after import).
     trusted: tuple[str, ...] = ()
+    #: Every file of the tree that holds the task's bytes by this rule (restored, or
+    #: already equal): a free check's sandbox shows them read-only (`harness.grading.
+    #: checks`), or a build step the check ran first rewrote them before the tests read
+    #: them (attack7).
+    protected: tuple[str, ...] = ()
 
     @property
     def tampering(self) -> bool:
@@ -736,6 +744,14 @@ def recipe_scripts(template: Path) -> set[str]:
     scripts. `make test` and `npm test` run restored recipes, which named the agent's
     rewritten `scripts/check.sh`."""
     found: set[str] = set()
+    for line in recipe_lines(template):
+        found |= check_scripts(line)
+    return found
+
+
+def recipe_lines(template: Path) -> list[str]:
+    """The command lines of the template's check recipes (`recipe_scripts`)."""
+    found: list[str] = []
     for name in ("Makefile", "makefile", "GNUmakefile"):
         try:
             text = (template / name).read_text(encoding="utf-8", errors="replace")
@@ -745,7 +761,7 @@ def recipe_scripts(template: Path) -> set[str]:
         for line in text.splitlines()[:10_000]:
             if line.startswith("\t"):
                 if checking:
-                    found |= check_scripts(line.strip().lstrip("@-+"))
+                    found.append(line.strip().lstrip("@-+"))
             elif (target := _MAKE_TARGET.match(line)) is not None:
                 checking = _CHECK_RECIPE.match(target.group(1)) is not None
     try:
@@ -756,7 +772,7 @@ def recipe_scripts(template: Path) -> set[str]:
     if isinstance(scripts, dict):
         for key, command in list(scripts.items())[:1000]:
             if isinstance(command, str) and _CHECK_RECIPE.match(str(key)):
-                found |= check_scripts(command)
+                found.append(command)
     return found
 
 
@@ -786,6 +802,171 @@ def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
         todo = new - found - set(scripts)
         found |= new
     return found
+
+
+#: `. FILE` / `source FILE` at the start of a simple command: the shell reads FILE in.
+_SOURCED = re.compile(
+    r"(?:^|[;&|({'\"]|\b(?:then|do|else|elif)\s)\s*(?:\.|source)\s+(?P<file>[^\s;&|)]+)"
+)
+#: A command substitution (`$(dirname "$0")`), one level deep: a computed folder.
+_SUBSTITUTION = re.compile(r"\$\([^()]*\)")
+#: Everything up to a shell expansion's last `/` (`"$(dirname "$0")/config.sh"`: the
+#: file beside the script, `$DIR/lib/x.sh`: `lib/x.sh`).
+_EXPANDED_DIR = re.compile(r"^.*\$[^/]*/")
+_MAKE_INCLUDE = re.compile(r"^\s*(?:-|s)?include\s+(?P<files>.+)$")
+
+
+def sourced_files(template: Path, lines: Iterable[str], scripts: Iterable[str]) -> set[str]:
+    """The files (workspace-relative names, or patterns) a check's shell or make reads in
+    as its own code: `. FILE` / `source FILE` in the check's `lines`, its template's check
+    recipes and shell `scripts` (and what those files source in turn), and the files the
+    template's Makefiles `include` (`-include`, `sinclude`; every `*.mk` when an include
+    is computed: `$(wildcard …)`).
+
+    Why: a restored `check.sh` sourcing `config.sh`, or a restored Makefile including
+    `local.mk`, ran the agent's file in the check's own shell or make: `exit 0`, or a
+    `test:` recipe of `true` overriding the task's, and the check passed (attack7)."""
+    found: set[str] = set()
+    todo = [(line, ".") for line in [*lines, *recipe_lines(template)]]
+    todo += _script_lines(template, scripts)
+    for _ in range(3):
+        new: set[str] = set()
+        for line, here in todo:
+            for match in _SOURCED.finditer(_SUBSTITUTION.sub("$X", line)):
+                word = match.group("file").strip().strip("'\"").replace('"', "").replace("'", "")
+                relative = "$" in word
+                word = _EXPANDED_DIR.sub("", word)
+                if "$" in word or not word:
+                    continue
+                for base in {".", here} if relative else {"."}:
+                    rel = relative_word(posixpath.normpath(posixpath.join(base, word)))
+                    if rel is not None:
+                        new.add(rel)
+        todo = _script_lines(template, new - found, sourced=True)
+        found |= new
+        if not todo:
+            break
+    for name in ("Makefile", "makefile", "GNUmakefile"):
+        try:
+            text = (template / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines()[:10_000]:
+            if (include := _MAKE_INCLUDE.match(line)) is None:
+                continue
+            for word in include.group("files").split():
+                if "$" in word:
+                    found.add("*.mk")  # a computed include: any makefile fragment
+                elif (rel := relative_word(word)) is not None:
+                    found.add(rel)
+    return found
+
+
+def _script_lines(
+    template: Path, scripts: Iterable[str], sourced: bool = False
+) -> list[tuple[str, str]]:
+    """(line, the script's folder) of the template's shell scripts among `scripts` (a
+    `.sh`, `.bash`, `.zsh` file or one without a suffix; any file when `sourced`: what a
+    shell reads in is shell code whatever its name), each read up to 1 MiB."""
+    found: list[tuple[str, str]] = []
+    for rel in sorted(scripts):
+        name = PurePosixPath(rel).name
+        if not (sourced or name.endswith((".sh", ".bash", ".zsh")) or "." not in name):
+            continue
+        try:
+            path = template / rel
+            if not path.is_file() or path.stat().st_size > 1024 * 1024:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        here = PurePosixPath(rel).parent.as_posix()
+        found += [(line, here) for line in text.splitlines()[:10_000]]
+    return found
+
+
+_PYTHON_PROGRAM = re.compile(r"^(?:.*/)?python[0-9.]*$")
+
+
+def checking_scripts(
+    template: Path, template_files: set[str], lines: Iterable[str], scripts: set[str]
+) -> set[str]:
+    """The template's Python scripts that a free check runs (`python3 sums.py` in its
+    line, its check recipes or the shell scripts it runs) and that are tests by what they
+    do or are named (`_test_support`: asserting on the agent's functions, a reference).
+
+    Why: a restored `check.sh` running `python3 sums.py`, whose asserts were the task's
+    check, ran the agent's rewritten `sums.py` (`pass`) because only scripts named
+    `check…`/`verify…` were the task's, and a wrong `add` passed (attack7). A script that
+    asserts nothing (the agent's program, `python slug.py`) stays the agent's."""
+    shells = scripts | script_scripts(template, scripts)
+    every = [*lines, *recipe_lines(template)] + [
+        line for line, _ in _script_lines(template, shells)
+    ]
+    found: set[str] = set()
+    for line in every:
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            tokens = list(lexer)
+        except ValueError:
+            continue
+        simple: list[str] = []
+        for token in [*tokens, ";"]:
+            if not set(token) <= _OPERATOR_CHARS:
+                simple.append(token)
+                continue
+            words = simple
+            simple = []
+            while words and (
+                _ASSIGNMENT.match(words[0]) or PurePosixPath(words[0]).name in _WRAPPERS
+            ):
+                words = words[1:]
+            if not words or not _PYTHON_PROGRAM.match(words[0]):
+                continue
+            rest = words[1:]
+            while rest and rest[0].startswith("-") and rest[0] not in ("-c", "-m"):
+                rest = rest[2:] if rest[0] in ("-W", "-X") else rest[1:]
+            if not rest or rest[0] in ("-c", "-m"):
+                continue
+            rel = relative_word(rest[0])
+            if rel is not None and rel in template_files and _test_support(template / rel):
+                found.add(rel)
+    return found
+
+
+def line_data(template_files: Iterable[str], lines: Iterable[str]) -> set[str]:
+    """The template's data (`all_data`: not source, documentation, a test or a manifest)
+    that shell `lines` name by a word (`diff - expected.txt`, `cmp out want/`, a folder
+    or a pattern: its files); all of it when a line computes a name (`$VAR`, `$(…)`,
+    backquotes) or cannot be read.
+
+    Why: a free check's own line (`python3 prog.py | diff - expected.txt`) or a restored
+    recipe running it (`make test`) compared with an `expected.txt` the agent rewrote to
+    match its wrong program; only test files' and check scripts' names were read for
+    test data, and it was verified (attack7)."""
+    files = set(template_files)
+    data = all_data(files)
+    found: set[str] = set()
+    for line in lines:
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            words = list(lexer)
+        except ValueError:
+            return data
+        for word in words:
+            if "$" in word or "`" in word:
+                return data  # a name computed when it runs: any data may be read
+            for part in {word, word.split("=", 1)[-1]}:
+                rel = relative_word(part)
+                if rel is None or len(rel) > 1024:
+                    continue
+                if _GLOB.search(rel):
+                    found |= {f for f in data if fnmatch.fnmatchcase(f, rel)}
+                else:
+                    found |= {f for f in data if f == rel or f.startswith(rel.rstrip("/") + "/")}
+    return {f for f in found if not _never_data(f)}
 
 
 def runner_paths(args: Iterable[str]) -> set[str]:
@@ -882,6 +1063,42 @@ def data_modules(
     return found
 
 
+def plugin_modules(template: Path, template_files: Iterable[str]) -> set[str]:
+    """The template's modules that its test files load as pytest plugins (`pytest_plugins
+    = ["myplugin"]` in a `conftest.py`): test machinery, the task's, restored and loaded
+    by the runner itself. Why: served from the solution process as the agent's, such a
+    plugin's fixtures were not seen by pytest, and an honest agent's test errored; and its
+    fixtures (`expected`) were the agent's to rewrite."""
+    files = set(template_files)
+    found: set[str] = set()
+    for rel in sorted(files):
+        if not (rel.endswith(".py") and is_test_file(rel)):
+            continue
+        tree = by_identity(template / rel, _parsed, None)
+        if tree is None:
+            continue
+        for node in tree.body:
+            if not (
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets)
+            ):
+                continue
+            values = (
+                node.value.elts if isinstance(node.value, ast.List | ast.Tuple) else [node.value]
+            )
+            for value in values:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    base = value.value.replace(".", "/")
+                    found |= {f for f in (f"{base}.py", f"{base}/__init__.py") if f in files}
+    return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(path: str, inode: int, size: int, mtime_ns: int) -> ast.Module | None:
+    del inode, size, mtime_ns  # the cache key: the same file, unchanged
+    return parsed_file(path)
+
+
 def _imports_of(source: bytes) -> set[str]:
     """The modules a Python source imports by name (`import a.b`, `from a import b`: `a`
     and `a.b`, the name may be a submodule); none when it does not parse."""
@@ -906,7 +1123,7 @@ _SUPPORT_NAMES = frozenset(
     {"helpers", "helper", "fixtures", "support", "checks", "checker", "checking", "verify",
      "verifier", "oracle", "assertions", "asserts", "expectations", "harness_utils"}
 )  # fmt: skip
-_FRAMEWORKS = frozenset({"unittest", "pytest", "_pytest", "hypothesis"})
+_FRAMEWORKS = FRAMEWORKS
 
 
 def _test_support(path: Path) -> bool:
@@ -918,10 +1135,16 @@ def _test_support(path: Path) -> bool:
     (attack6); only such modules in test folders were the task's. The cost: a module so
     named and asserting that the task asks the agent to change is graded as the
     template had it (closed, not open)."""
+    # A reference implementation (`reference.py`, `oracle.py`) asserts nothing: by its
+    # name (attack7: the agent rewrote it and its own `add` alike, and was verified).
+    if is_reference(path):
+        return True
     stem = path.parent.name if path.name == "__init__.py" else path.stem
-    if not ("test" in stem.lower() or stem.lower() in _SUPPORT_NAMES):
-        return False
-    return by_identity(path, _asserts, False)
+    if "test" in stem.lower() or stem.lower() in _SUPPORT_NAMES:
+        return by_identity(path, _asserts, False)
+    # Named otherwise (`mylib.py`): by what it does (`harness.grading.support`). The agent
+    # emptied such a helper's `check_add`, left `add` wrong and was verified (attack7).
+    return supports_tests(path)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1037,19 +1260,27 @@ def build_tree(
     named: Iterable[str] = (),
     hidden: Path | None = None,
     codes: Iterable[str] = (),
+    lines: Iterable[str] = (),
 ) -> TreeChanges:
     """Build the grading tree of one check at `dest` (which must not exist); see the
     module docstring for the rule. `named`: the workspace-relative files and folders the
     check names (`check_scripts`, `runner_paths`), restored from the template; `hidden`:
     the hidden checks folder of a hidden check (the test data its tests name is
     restored too); `codes`: the Python text of a `python -c` check (its imports are
-    followed as a check script's, `data_modules`)."""
+    followed as a check script's, `data_modules`); `lines`: a free check's shell line
+    (the data it and the template's check recipes name is the task's, `line_data`)."""
     try:
         skipped = _copy_workspace(workspace, dest)
         if template is None:
             return TreeChanges(skipped=tuple(skipped))
         return _apply_template(
-            template.resolve(strict=True), dest, set(named), skipped, hidden, tuple(codes)
+            template.resolve(strict=True),
+            dest,
+            set(named),
+            skipped,
+            hidden,
+            tuple(codes),
+            tuple(lines),
         )
     except TreeError:
         raise
@@ -1064,6 +1295,7 @@ def _apply_template(
     skipped: list[str],
     hidden: Path | None = None,
     codes: tuple[str, ...] = (),
+    lines: tuple[str, ...] = (),
 ) -> TreeChanges:
     template_files = set(_files(template))
     template_entries = template_files | {
@@ -1072,8 +1304,17 @@ def _apply_template(
         for i in range(len(PurePosixPath(f).parents) - 1)
     }
     named = named | recipe_scripts(template)
+    if lines:
+        # A Python script a free check runs that is a test by what it does (`python3
+        # sums.py` asserting on `add`): the task's, whatever its name (`checking_scripts`).
+        named = named | checking_scripts(template, template_files, lines, named)
     data_py = data_modules(template, template_files, named, codes)
+    data_py |= plugin_modules(template, template_files)
     named = named | script_scripts(template, named) | data_py
+    # What the check's shell or make reads in as code (`. ./config.sh`, `include local.mk`):
+    # the template's, and an agent's file there that the template lacks is removed.
+    sourced = sourced_files(template, lines, named) if lines else set()
+    named = named | {f for f in template_files if any(fnmatch.fnmatchcase(f, p) for p in sourced)}
     named_dirs = task_test_folders(template_files, {n for n in named if (template / n).is_dir()})
     # The Python a check runs reads data as a test does: the check scripts it names
     # (`python check.py` reading expected.json), its data modules, its test folders'
@@ -1086,6 +1327,8 @@ def _apply_template(
     scope = task_data_scope(template, template_files, helper_files)
     hidden_scope = _scope(template_files, hidden_test_sources(hidden)) if hidden else DataScope()
     data = scope.found
+    if lines:
+        data = data | line_data(template_files, [*lines, *recipe_lines(template)])
     # What only a hidden check's tests name is restored without a word to the agent: a
     # listing would tell it which files the hidden tests read.
     quiet = hidden_scope.found - data
@@ -1119,6 +1362,7 @@ def _apply_template(
     shadowing = shadowing_names()
     removed: list[str] = []
     restored: list[str] = []
+    protected: list[str] = []
 
     def under_named_dir(rel: str) -> bool:
         return any(rel.startswith(d.rstrip("/") + "/") for d in named_dirs)
@@ -1138,6 +1382,8 @@ def _apply_template(
                 why = f"a runner hook: it would shadow the task's test helper {module_name(name)!r}"
             if why is None and (rel_here, module_name(name)) in data_names:
                 why = f"a runner hook: it would shadow the task's test data {module_name(name)!r}"
+            if why is None and any(fnmatch.fnmatchcase(rel, p) for p in sourced):
+                why = "a runner hook: a file the task's check sources or includes as its code"
             if why is None and name in _MANIFESTS:
                 tables = _runner_tables(here / name)
                 if tables is None or tables:
@@ -1170,6 +1416,7 @@ def _apply_template(
         if not wanted:
             continue
         source, target = template / rel, dest / rel
+        protected.append(rel)
         if name in _MANIFESTS and target.is_file() and not target.is_symlink():
             mine = _runner_tables(target)
             if mine is not None and mine == _runner_tables(source):
@@ -1188,7 +1435,11 @@ def _apply_template(
         and (dest / rel).is_file()
     )
     return TreeChanges(
-        restored=tuple(restored), removed=tuple(removed), skipped=tuple(skipped), trusted=trusted
+        restored=tuple(restored),
+        removed=tuple(removed),
+        skipped=tuple(skipped),
+        trusted=trusted,
+        protected=tuple(rel for rel in protected if (dest / rel).is_file()),
     )
 
 

@@ -786,10 +786,20 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     here, normally). The standard library and modules installed outside the tree are
     never served from it."""
 
-    def __init__(self, peer: Peer, root: str, trusted: frozenset[str]) -> None:
+    def __init__(
+        self,
+        peer: Peer,
+        root: str,
+        trusted: frozenset[str],
+        task_files: frozenset[str] | None = None,
+    ) -> None:
+        """`task_files`: in a free check (whose tree a program it ran may have written
+        to), the tree's files that are the task's; any other module of the tree named
+        like a standard or installed one is never taken for it (`_shadowing`)."""
         self.peer = peer
         self.root = os.path.realpath(root)
         self.trusted = trusted
+        self.task_files = task_files
 
     def _inside(self, path: str) -> bool:
         return path == self.root or path.startswith(self.root.rstrip(os.sep) + os.sep)
@@ -798,6 +808,10 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self, fullname: str, path: Sequence[str] | None, target: object = None
     ) -> importlib.machinery.ModuleSpec | None:
         top = fullname.partition(".")[0]
+        if self.task_files is not None and "." not in fullname:
+            shadowed = self._shadowing(fullname)
+            if shadowed is not None:
+                return shadowed
         if top in sys.stdlib_module_names or top in sys.builtin_module_names:
             return None
         # Decided by where the module would really load from, whatever finds it: a
@@ -824,6 +838,30 @@ class SolutionFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         folder = os.path.dirname(origin)
         spec.loader_state = os.path.dirname(folder) if package else folder
         return spec
+
+    def _shadowing(self, fullname: str) -> importlib.machinery.ModuleSpec | None:
+        """The standard or installed module `fullname` when a file of the tree that is
+        not the task's would be imported in its place; None when none would (the usual
+        rules decide). Why: in a free check the tree is first on the import path, and the
+        agent's build step, run by the same check, wrote `statistics.py` (`os._exit(0)`)
+        or `numpy.py` (an `assert_allclose` doing nothing) there after the tree was
+        cleaned; a restored test importing it ran the agent's code in this process, or
+        asserted nothing, and passed (attack7)."""
+        if fullname in sys.builtin_module_names or self.task_files is None:
+            return None  # built in: the built-in finder, before any path, takes it
+        found = importlib.machinery.PathFinder.find_spec(fullname, None)
+        if found is None or found.origin is None:
+            return None
+        file = os.path.realpath(found.origin)
+        if not self._inside(file):
+            return None
+        if os.path.relpath(file, self.root).replace(os.sep, "/") in self.task_files:
+            return None
+        outside = [e for e in sys.path if not self._inside(os.path.realpath(e or "."))]
+        installed = importlib.machinery.PathFinder.find_spec(fullname, outside)
+        if installed is None and fullname in sys.stdlib_module_names:
+            raise ImportError(f"{fullname}: a module of the tree named like a standard one")
+        return installed
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         where = spec.loader_state if "." not in spec.name else None

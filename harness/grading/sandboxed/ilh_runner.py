@@ -312,21 +312,29 @@ def run_unittest(
 
 
 # -------------------------------------------------------------------------- script
-def run_script(args: list[str], record: Callable[[dict[str, Any]], None]) -> int:
+def run_script(
+    args: list[str], record: Callable[[dict[str, Any]], None], verified: bytes | None = None
+) -> int:
     """A free check's Python (`python -c CODE …`, `python check.py …`), run in this process
     as `python` would run it (`__main__`, `sys.argv`, the script's folder on the path), the
     agent's modules served from the solution process. Passed: it ran to its end, or left
     by `sys.exit(0)`/`sys.exit()`. Why: run by `python` itself, the agent's module could
     end the process with 0 at import (`os._exit(0)`) or from an `atexit` hook after a
-    failed assertion, and the check trusted that exit code (attack6)."""
+    failed assertion, and the check trusted that exit code (attack6). `verified`: the
+    script's bytes as the caller read and checked them (`ilh_python.py`), run instead of
+    reading the file again (the tree may have changed since)."""
     import traceback
 
+    code: str | bytes
     if args[:1] == ["-c"] and len(args) >= 2:
         code, argv, filename = args[1], ["-c", *args[2:]], "<string>"
     elif args:
         filename = os.path.abspath(args[0])
-        with open(filename, "rb") as handle:
-            code = handle.read()  # type: ignore[assignment]
+        if verified is not None:
+            code = verified
+        else:
+            with open(filename, "rb") as handle:
+                code = handle.read()
         argv = list(args)
         sys.path.insert(0, os.path.dirname(filename))
     else:
@@ -490,30 +498,28 @@ def _load_bridge() -> types.ModuleType:
     return module
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) < 3 or argv[1] not in ("pytest", "unittest", "script"):
-        print(
-            "usage: ilh_runner.py REPORT_DIR pytest|unittest|script ROOT [ARGS...]",
-            file=sys.stderr,
-        )
-        os._exit(2)
-    report_dir, kind, root, args = argv[0], argv[1], argv[2], argv[3:]
-    exit_now, dumps, sha256 = os._exit, json.dumps, hashlib.sha256
-    open_file, flush_out, flush_err = builtins.open, sys.stdout.flush, sys.stderr.flush
-    nonce_path = os.path.join(report_dir, "nonce")
-    with open_file(nonce_path, encoding="ascii") as handle:
-        nonce = handle.read().strip()
-    os.unlink(nonce_path)
-    # The private report and the tree's trusted files (see `ilh_bridge`): read and
-    # removed before any other process of this user exists.
-    bridge_path = os.path.join(report_dir, "bridge.json")
-    with open_file(bridge_path, encoding="utf-8") as config_file:
-        bridge_config = json.load(config_file)
-    os.unlink(bridge_path)
-    report_fd = int(bridge_config["report_fd"])
-    os.set_inheritable(report_fd, False)
-    _not_dumpable()
-
+def run_guarded(
+    kind: str,
+    root: str,
+    args: list[str],
+    report_dir: str,
+    hidden: list[str],
+    trusted: frozenset[str],
+    path: list[str],
+    verified: bytes | None = None,
+    python: str | None = None,
+    task_files: frozenset[str] | None = None,
+) -> tuple[int, list[dict[str, Any]], list[str]]:
+    """Run `kind` over the tree at `root` with the guard on and the agent's modules in the
+    solution process (unable to read `hidden`); (status, the tests recorded, what the
+    code under test replaced). `path`: the folders put first on the import path (as
+    `python` would: the tree, or the working folder); `trusted`: the tree's files the
+    runner imports itself; `verified`: a script's checked bytes (`run_script`); `python`:
+    what `sys.executable` says once the solution process runs (`ilh_python.py`: the
+    check's own `subprocess.run([sys.executable, …])` is run by the harness too);
+    `task_files`: in a free check, the tree's files that are the task's
+    (`SolutionFinder`: no other file of the tree stands for a standard or installed
+    module)."""
     # The runner, imported completely before the tree is on the import path.
     import unittest
     import unittest.mock  # noqa: F401  (its helpers exist before any test code does)
@@ -534,16 +540,15 @@ def main(argv: list[str]) -> None:
     tests: list[dict[str, Any]] = []
     record = tests.append
 
-    os.chdir(root)
-    sys.path.insert(0, root)  # as `python -m` would: the tree's modules importable
+    sys.path[0:0] = path  # as `python -m` would: the tree's modules importable
     here = os.path.dirname(os.path.abspath(__file__))
     # The hidden checks (their tests run here) and this report folder are not the
     # solution's to read.
-    hidden = [p for p in (os.environ.get("ILH_CHECKS"), report_dir) if p]
     peer, solution_pid = bridge.start_solution(root, here, hidden)
-    trusted = frozenset(str(t) for t in bridge_config.get("trusted") or ())
+    if python is not None:
+        sys.executable = python
     guard.trusted_files = frozenset(os.path.realpath(os.path.join(root, t)) for t in trusted)
-    finder = bridge.SolutionFinder(peer, root, trusted)
+    finder = bridge.SolutionFinder(peer, root, trusted, task_files)
     sys.meta_path.insert(0, finder)
     before = allowed
     allowed = lambda hook: hook is finder or before(hook)  # noqa: E731
@@ -574,7 +579,7 @@ def main(argv: list[str]) -> None:
         if kind == "pytest":
             status = run_pytest(args, root, report_dir, record, guard.rebase, front, seal)
         elif kind == "script":
-            status = run_script(args, record)
+            status = run_script(args, record, verified)
         else:
             status = run_unittest(args, record, seal)
     except BaseException as stop:
@@ -583,6 +588,39 @@ def main(argv: list[str]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(solution_pid, 9)
     tampered = findings(allowed)
+    if tampered:
+        status = status or 1
+    return status, tests, tampered
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 3 or argv[1] not in ("pytest", "unittest", "script"):
+        print(
+            "usage: ilh_runner.py REPORT_DIR pytest|unittest|script ROOT [ARGS...]",
+            file=sys.stderr,
+        )
+        os._exit(2)
+    report_dir, kind, root, args = argv[0], argv[1], argv[2], argv[3:]
+    exit_now, dumps, sha256 = os._exit, json.dumps, hashlib.sha256
+    open_file, flush_out, flush_err = builtins.open, sys.stdout.flush, sys.stderr.flush
+    nonce_path = os.path.join(report_dir, "nonce")
+    with open_file(nonce_path, encoding="ascii") as handle:
+        nonce = handle.read().strip()
+    os.unlink(nonce_path)
+    # The private report and the tree's trusted files (see `ilh_bridge`): read and
+    # removed before any other process of this user exists.
+    bridge_path = os.path.join(report_dir, "bridge.json")
+    with open_file(bridge_path, encoding="utf-8") as config_file:
+        bridge_config = json.load(config_file)
+    os.unlink(bridge_path)
+    report_fd = int(bridge_config["report_fd"])
+    os.set_inheritable(report_fd, False)
+    _not_dumpable()
+
+    hidden = [p for p in (os.environ.get("ILH_CHECKS"), report_dir) if p]
+    trusted = frozenset(str(t) for t in bridge_config.get("trusted") or ())
+    os.chdir(root)
+    status, tests, tampered = run_guarded(kind, root, args, report_dir, hidden, trusted, [root])
     junit_digest = None
     if kind == "pytest":
         try:
@@ -590,8 +628,6 @@ def main(argv: list[str]) -> None:
                 junit_digest = sha256(junit_file.read()).hexdigest()
         except OSError:
             junit_digest = None
-    if tampered:
-        status = status or 1
     report = {
         "nonce": nonce,
         "kind": kind,

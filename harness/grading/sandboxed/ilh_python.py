@@ -1,0 +1,198 @@
+"""`python` inside a free check: the check's own Python runs in the harness's runner.
+
+    python -I -B ilh_python.py CONFIG_DIR [PYTHON ARGS...]
+
+A free check (`sh check.sh`, `make test`, `bash -c '…'`) keeps exit-code semantics, but
+the Python it runs must not: a restored `check.sh` calling `python -c "from calc import
+add; assert add(1, 2) == 3"` ran the agent's `calc` in that process, which ended it with
+0 (`os._exit(0)` at import, or an `atexit` hook after the failed assertion) and the check
+passed (attack7). So the harness puts a folder first on the check's PATH whose `python`,
+`python3`… start this file (`harness/grading/checks.py`), which decides:
+
+* `-c CODE`, `-m pytest`, `-m unittest`, or a script (or `-m MODULE`'s module file)
+  whose bytes are the template's (its
+  SHA-256 in CONFIG_DIR/python.json, read once here and run as read): run by the
+  harness's runner (`ilh_runner.run_guarded`), the agent's modules in the solution
+  process; the exit status is 0 only when the code ran to its end (or `sys.exit(0)`),
+  the tests passed and nothing of the runner was replaced;
+* anything else (`python -m slug`, the agent's `python slug.py`, no arguments): the real
+  interpreter, with the arguments and environment unchanged: the agent's program, its
+  exit status its own, as before.
+
+Before the runner starts, the tree's trusted files (the task's tests and helpers the
+runner imports itself) must still be the template's: a program of the agent that the
+same check ran before (`python app.py && python -m unittest`) could have rewritten them.
+
+This file runs standalone (isolated mode, no harness import), mounted read-only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import sys
+import types
+from typing import Any
+
+#: Options of `python` that take no value, and those that take one (`-W error`).
+_FLAGS = frozenset("bBdEhiIOPqRsSuvVx")
+_VALUED = frozenset("WX")
+#: Longest script read to be checked (a task's check script is small).
+_MAX_SCRIPT = 4 * 1024 * 1024
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _runner() -> types.ModuleType:
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "_ilh_runner", os.path.join(here, "ilh_runner.py")
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError("ilh_runner.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_ilh_runner"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _operands(args: list[str]) -> list[str] | None:
+    """`args` past the interpreter's options, `-c` and `-m` given as `["-c", CODE, …]` and
+    `["-m", NAME, …]` (combined ones too: `-uc CODE`, `-mpytest`); None for options this
+    file does not model (the real interpreter runs them)."""
+    rest = list(args)
+    while rest and rest[0].startswith("-") and rest[0] not in ("-", "--"):
+        word, rest = rest[0], rest[1:]
+        if word.startswith("--"):
+            return None  # a long option (`--check-hash-based-pycs`): not modeled
+        letters = word[1:]
+        for at, letter in enumerate(letters):
+            tail = letters[at + 1 :]
+            if letter in "cm":
+                if tail:
+                    return [f"-{letter}", tail, *rest]
+                return [f"-{letter}", *rest] if rest else None
+            if letter in _VALUED:
+                if not tail:
+                    rest = rest[1:]
+                break
+            if letter not in _FLAGS or letter == "i":
+                return None  # interactive, or an option not modeled: not a check's run
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    return rest
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def route(args: list[str], config: dict[str, Any]) -> tuple[str, list[str], bytes | None] | None:
+    """(the runner's kind, its arguments, a script's checked bytes), or None: the real
+    interpreter runs `args` (see the module docstring)."""
+    rest = _operands(args)
+    if not rest:
+        return None
+    if rest[0] == "-c" and len(rest) >= 2:
+        return "script", rest, None
+    if rest[0] == "-m" and len(rest) >= 2:
+        if rest[1] in ("pytest", "py.test"):
+            return "pytest", rest[2:], None
+        if rest[1] == "unittest":
+            return "unittest", rest[2:], None
+        # `python -m verify`: a module file of the tree holding the template's bytes runs
+        # as that script would (a package's `__main__` keeps the real interpreter).
+        module = os.path.join(*rest[1].split(".")) + ".py" if _MODULE.match(rest[1]) else None
+        if module is None or not os.path.isfile(module):
+            return None
+        checked = _task_script(module, config)
+        return (
+            None if checked is None else ("script", [os.path.abspath(module), *rest[2:]], checked)
+        )
+    if rest[0].startswith("-"):
+        return None
+    checked = _task_script(rest[0], config)
+    return None if checked is None else ("script", rest, checked)
+
+
+def _task_script(path: str, config: dict[str, Any]) -> bytes | None:
+    """The bytes of the script at `path` when they are the template's (read once here),
+    else None: the agent's own script, or one it changed."""
+    root = os.path.realpath(str(config["root"]))
+    real = os.path.realpath(path)
+    if not real.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    try:
+        with open(real, "rb") as handle:
+            data = handle.read(_MAX_SCRIPT + 1)
+    except OSError:
+        return None
+    rel = os.path.relpath(real, root).replace(os.sep, "/")
+    scripts = config.get("scripts") or {}
+    if len(data) > _MAX_SCRIPT or scripts.get(rel) != _digest(data):
+        return None  # the agent's own script (or one it changed): its own program
+    return data
+
+
+def _changed(root: str, trusted: list[str], scripts: dict[str, str]) -> list[str]:
+    """The trusted files that are no longer the template's bytes."""
+    changed: list[str] = []
+    for rel in trusted:
+        try:
+            with open(os.path.join(root, rel), "rb") as handle:
+                data = handle.read()
+        except OSError:
+            data = b""
+        if scripts.get(rel) != _digest(data):
+            changed.append(rel)
+    return changed
+
+
+def main(argv: list[str]) -> None:
+    config_dir, args = argv[0], argv[1:]
+    with open(os.path.join(config_dir, "python.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    real = str(config["python"])
+    routed = route(args, config)
+    if routed is None:
+        os.execv(real, [real, *args])
+    kind, rest, verified = routed
+    root = str(config["root"])
+    trusted = [str(t) for t in config.get("trusted") or ()]
+    changed = _changed(root, trusted, config.get("scripts") or {})
+    if changed:
+        print(
+            "ilh: the task's test files changed while the check ran (by a program it ran "
+            f"before): {', '.join(changed[:5])}; not run",
+            file=sys.stderr,
+        )
+        os._exit(1)
+    runner = _runner()
+    exit_now = os._exit
+    runner._not_dumpable()
+    cwd = os.getcwd()
+    # As `python` would: the script's folder or the working folder first, then PYTHONPATH.
+    path = [cwd] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    report_dir = ""
+    if kind == "pytest":
+        import tempfile
+
+        report_dir = tempfile.mkdtemp(prefix="ilh-python-")
+    shim = os.path.join(config_dir, "python")
+    task_files = frozenset(trusted) | frozenset(config.get("scripts") or {})
+    status, _tests, tampered = runner.run_guarded(
+        kind, root, rest, report_dir, [], frozenset(trusted), path, verified, shim, task_files
+    )
+    if tampered:
+        print(f"ilh: the code under test replaced {', '.join(tampered[:5])}", file=sys.stderr)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        exit_now(0 if status == 0 and not tampered else 1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
