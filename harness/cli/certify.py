@@ -28,7 +28,7 @@ from harness.certify.gate import Gate, NoGate, PromptGate
 from harness.certify.lexicon import load_lexicon
 from harness.certify.loop import Certifier, Request
 from harness.certify.refuter import RefuterBudget
-from harness.certify.render import render_markdown
+from harness.certify.render import MARKDOWN_STARTS, render_markdown
 from harness.certify.target import read_target
 from harness.cli.consoles import message_console
 from harness.cli.errors import (
@@ -255,6 +255,12 @@ def certify(
                 keep.append((contract_path.parent / given, "the record it certifies"))
         if markdown_path is not None:
             refuse_overwriting(markdown_path, "the Markdown", keep)
+            # `--markdown task.toml` (or a source file) replaced it with the Markdown, as
+            # `--certificate task.toml` once did: only a Markdown certificate written
+            # before, or an empty file, is replaced.
+            refuse_replacing_other_than(
+                markdown_path, "the Markdown", MARKDOWN_STARTS, "a Markdown certificate"
+            )
         if contract.certificate is not None:
             # `--certificate task.toml` replaced the task file with the certificate; one
             # written before (JSON, an object) is replaced as it always was.
