@@ -219,3 +219,23 @@ def test_no_color_means_no_escape_sequence_at_all(tmp_path: Path) -> None:
     # Without NO_COLOR the terminal still gets its styles.
     status, written = at_a_terminal(tmp_path, "lint", "bad.ilang", env={"TERM": "xterm-256color"})
     assert b"E304" in written and b"\x1b[" in written, written
+
+
+def test_the_api_twins_take_the_runs_lock_too(tmp_path: Path) -> None:
+    from harness.api import correct, run_task, soul_sync
+    from harness.inputs.errors import InputError
+    from harness.run.owner import owning
+
+    shutil.copytree(EXAMPLES / "gene", tmp_path / "ex")
+    store = tmp_path / "runs.db"
+    result = run_task(str(tmp_path / "ex" / "task.toml"), store=str(store))
+    with RunStore(store, create=False) as records, owning(records, result.run_id):
+        for call in (
+            lambda: correct(result.run_id, "factual_error", "say it", store=str(store)),
+            lambda: soul_sync(result.run_id, store=str(store)),
+        ):
+            with pytest.raises(InputError) as refused:
+                call()
+            assert refused.value.code == "E500"
+            assert f"(pid {os.getpid()})" in refused.value.message
+    assert correct(result.run_id, "factual_error", "say it", store=str(store)).gene

@@ -46,6 +46,7 @@ from harness.record.database import StoreError, UnknownRun
 from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.grade_job import grade_task
+from harness.run.owner import owning_recorded
 from harness.run.setup import client_from_uri, close_client
 from harness.run.setup import run_task as _run_task
 from harness.secrets.logs import library_logging
@@ -222,7 +223,8 @@ def correct(
         raise InputError("--class", "E303", f"not an error class: {error_class!r}")
     with _store(store) as runs:
         try:
-            return correct_run(runs, run, error_class, text, gene)
+            with owning_recorded(runs, run):  # not while `ilh run` carries it on
+                return correct_run(runs, run, error_class, text, gene)
         except UnknownRun as err:
             raise InputError(run, "E500", str(err)) from None
 
@@ -231,7 +233,8 @@ def soul_sync(run: str, *, store: PathLike | None = None) -> Persisted:
     """`ilh soul sync RUN`: persist a recorded run's GENEs to its SOUL (after a kill)."""
     with _store(store) as runs:
         try:
-            return sync_run(runs, run)[1]
+            with owning_recorded(runs, run):  # not while `ilh run` carries it on
+                return sync_run(runs, run)[1]
         except UnknownRun as err:
             raise InputError(run, "E500", str(err)) from None
 
