@@ -239,3 +239,14 @@ def test_the_api_twins_take_the_runs_lock_too(tmp_path: Path) -> None:
             assert refused.value.code == "E500"
             assert f"(pid {os.getpid()})" in refused.value.message
     assert correct(result.run_id, "factual_error", "say it", store=str(store)).gene
+
+
+def test_the_api_leaves_no_store_for_a_refused_model(tmp_path: Path) -> None:
+    from harness.api import run_task
+    from harness.inputs.errors import InputError
+
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    with pytest.raises(InputError) as refused:
+        run_task(str(tmp_path / "ex" / "task.toml"), model="nosuch:x", store=tmp_path / "r.db")
+    assert refused.value.code == "E303"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ex"]
