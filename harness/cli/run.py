@@ -107,7 +107,13 @@ def execute(
             sandbox=sandbox,
         )
     )
-    with default_store(store_path) as store, interruption_reported(store, resume):
+    # `--resume RUN` reads a store that is there: one typed in the wrong folder made an
+    # empty store there, then called the run unknown "in the store".
+    resuming = task is None and resume not in (None, RESUME_FLAG)
+    with (
+        default_store(store_path, create=not resuming) as store,
+        interruption_reported(store, resume),
+    ):
         if task is not None:
             # The live panel where a person watches; the event lines print above it.
             with board_for(err, as_json, [(task.id, limits_of(task))]) as board:
@@ -332,7 +338,7 @@ def run(
         BadInput(str(resume), "E500", str(bad)).show()
         sys.exit(EXIT_BAD_INPUT)
     except StoreError as bad:
-        BadInput(str(store_path or "--store"), "E500", str(bad)).show()
+        BadInput(str(store_path or DEFAULT_STORE_PATH), "E500", str(bad)).show()
         sys.exit(EXIT_BAD_INPUT)
     except Interrupted as stop:
         # Nothing is committed for a Ctrl-C: the run stays exactly where its last event

@@ -24,7 +24,7 @@ from harness.models.scripted import ScriptedClient, ScriptedTurn
 from harness.record.events import EventKind
 from harness.record.keys import RecordKeyError, default_key_path
 from harness.record.results import RunResult
-from harness.record.store import RunStore
+from harness.record.store import DEFAULT_STORE_PATH, RunStore
 from harness.run.orchestrator import Orchestrator, Progress, no_progress
 from harness.run.owner import owning
 from harness.run.recorded import start_inputs
@@ -554,5 +554,5 @@ async def run_then_close(
                 await close_client(client)
 
 
-def default_store(path: Path | None) -> RunStore:
-    return RunStore(path or Path(".ilh") / "runs.db")
+def default_store(path: Path | None, *, create: bool = True) -> RunStore:
+    return RunStore(path or DEFAULT_STORE_PATH, create=create)

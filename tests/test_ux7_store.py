@@ -1,0 +1,52 @@
+"""Run references and stores a new user gets wrong (ux7).
+
+`ilh run --resume RUN` typed in a folder with no store (the wrong folder, or before any
+run) made an empty `.ilh/runs.db` there and then said the run was unknown "in the store":
+every other command that reads a run (`runs show`, `view`, `correct`, `soul sync`) says
+there is no store and leaves nothing. And a store `ilh run` could not open was reported
+at `--store`, a flag the person never typed, rather than at the store's path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def ilh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+
+
+def one_error(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and done.stdout == "", done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+def test_resume_with_no_store_says_so_and_makes_none(tmp_path: Path) -> None:
+    line = one_error(ilh(tmp_path, "run", "--resume", "20261206T1"))
+    assert line == "error .ilh/runs.db: E500 no run store at .ilh/runs.db", line
+    assert list(tmp_path.iterdir()) == []
+    line = one_error(ilh(tmp_path, "run", "--resume", "x", "--store", "elsewhere/r.db"))
+    assert line == "error elsewhere/r.db: E500 no run store at elsewhere/r.db", line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_run_cannot_open_is_named_by_its_path(tmp_path: Path) -> None:
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    (tmp_path / ".ilh").mkdir()
+    (tmp_path / ".ilh" / "runs.db").write_text("not a database\n", encoding="utf-8")
+    line = one_error(ilh(tmp_path, "run", "ex/task.toml"))
+    assert line.startswith("error .ilh/runs.db: E500 "), line
+    assert "not a database" in line, line
