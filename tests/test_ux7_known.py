@@ -250,3 +250,21 @@ def test_the_api_leaves_no_store_for_a_refused_model(tmp_path: Path) -> None:
         run_task(str(tmp_path / "ex" / "task.toml"), model="nosuch:x", store=tmp_path / "r.db")
     assert refused.value.code == "E303"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ex"]
+
+
+@pytest.mark.parametrize(
+    "outputs",
+    [
+        ("--markdown", "out.md", "--certificate", "out.md"),
+        ("--markdown", "out.md", "--certificate", "./out.md"),
+        ("--model", "scripted:refuter_pass.jsonl", "--record", "out.md", "--markdown", "out.md"),
+    ],
+)
+def test_two_outputs_into_one_file_are_refused(clean: Path, outputs: tuple[str, ...]) -> None:
+    # `--markdown X --certificate X` wrote the certificate, said "certificate written to
+    # X", then replaced it with the Markdown: the certificate was lost.
+    done = ilh(clean, *CERTIFY[:-1], *outputs)
+    line = one_error(done)
+    assert "E303" in line and "the same file" in line, line
+    assert not any(clean.glob("out.*"))
+    assert not (clean / ".ilh").exists()

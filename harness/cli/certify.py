@@ -38,6 +38,7 @@ from harness.cli.errors import (
     refuse_overwriting,
     refuse_recording_over,
     refuse_replacing_other_than,
+    same_file,
 )
 from harness.cli.options import base_url_option, checked_model_uri
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
@@ -115,7 +116,8 @@ def refuter_seconds(value: str) -> float:
     "--markdown",
     "markdown_path",
     type=UserPath(path_type=Path, dir_okay=False),
-    help="Also write the readable Markdown rendering here.",
+    help="Also write the readable Markdown rendering here (a new or empty file, or one "
+    "written so before: never another file).",
 )
 @click.option(
     "--model",
@@ -253,6 +255,14 @@ def certify(
             keep.append((cwd / given, "the record it certifies"))
             if contract_path is not None:
                 keep.append((contract_path.parent / given, "the record it certifies"))
+        refuse_one_file_for_two_outputs(
+            [
+                (markdown_path, "--markdown"),
+                (None if contract.certificate is None else cwd / contract.certificate,
+                 "--certificate"),
+                (record_path, "--record"),
+            ]
+        )  # fmt: skip
         if markdown_path is not None:
             refuse_overwriting(markdown_path, "the Markdown", keep)
             # `--markdown task.toml` (or a source file) replaced it with the Markdown, as
@@ -322,6 +332,21 @@ def certify(
         err.print("interrupted: each output is whole or was not written", markup=False)
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_CERTIFIED if result.certified else EXIT_NOT_CERTIFIED)
+
+
+def refuse_one_file_for_two_outputs(outputs: list[tuple[Path | None, str]]) -> None:
+    """`--markdown X --certificate X`: the certificate was written, "certificate written
+    to X" said, and the Markdown then replaced it. Each output gets a file of its own."""
+    given = [(path, flag) for path, flag in outputs if path is not None]
+    for i, (path, flag) in enumerate(given):
+        for other, other_flag in given[:i]:
+            if same_file(path, other):
+                raise BadInput(
+                    flag,
+                    "E303",
+                    f"{other_flag} and {flag} name the same file ({path}): each output "
+                    "needs a file of its own",
+                )
 
 
 async def _certify(request: Request, client: ModelClient | None) -> Certificate:
