@@ -50,3 +50,13 @@ def test_a_store_run_cannot_open_is_named_by_its_path(tmp_path: Path) -> None:
     line = one_error(ilh(tmp_path, "run", "ex/task.toml"))
     assert line.startswith("error .ilh/runs.db: E500 "), line
     assert "not a database" in line, line
+
+
+def test_the_command_an_unknown_run_suggests_can_be_pasted(tmp_path: Path) -> None:
+    # A store in a folder with a space: the suggested `ilh runs list --store a b/r.db`
+    # was two arguments when pasted.
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    done = ilh(tmp_path, "run", "ex/task.toml", "--store", "my runs/r.db", "--json")
+    assert done.returncode == 0, done.stderr
+    line = one_error(ilh(tmp_path, "runs", "show", "nosuch", "--store", "my runs/r.db"))
+    assert "(`ilh runs list --store 'my runs/r.db'` shows its runs;" in line, line

@@ -41,6 +41,7 @@ combine several queries run in one read transaction so they see one snapshot (ot
 from __future__ import annotations
 
 import secrets
+import shlex
 import sqlite3
 import threading
 import weakref
@@ -604,7 +605,10 @@ def _resolve(conn: sqlite3.Connection, run_ref: str, store: Path) -> str:
         )
     ]
     if not matches:
-        listing = "ilh runs list" + ("" if store == DEFAULT_STORE_PATH else f" --store {store}")
+        # Quoted for a shell: the command is there to be pasted (a folder with a space).
+        listing = "ilh runs list" + (
+            "" if store == DEFAULT_STORE_PATH else f" --store {shlex.quote(str(store))}"
+        )
         raise UnknownRun(
             f"unknown run {ref!r} in the store {store} (`{listing}` shows its runs; one "
             "recorded in another store needs --store PATH)"
