@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,37 @@ def test_the_command_an_unknown_run_suggests_can_be_pasted(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     line = one_error(ilh(tmp_path, "runs", "show", "nosuch", "--store", "my runs/r.db"))
     assert "(`ilh runs list --store 'my runs/r.db'` shows its runs;" in line, line
+
+
+def foreign_database(path: Path) -> bytes:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE contacts (name TEXT)")
+        conn.execute("INSERT INTO contacts VALUES ('ada')")
+    return path.read_bytes()
+
+
+def test_a_database_of_something_else_is_not_a_store_and_is_not_changed(tmp_path: Path) -> None:
+    # `ilh runs list --store app.db` (a slip, or tab completion) added the run record's
+    # tables and triggers to another program's database, switched it to WAL, and listed
+    # an empty store; `ilh run --store app.db` then recorded runs into it.
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    before = foreign_database(tmp_path / "app.db")
+    for args in (("runs", "list"), ("runs", "show", "x"), ("run", "ex/task.toml")):
+        line = one_error(ilh(tmp_path, *args, "--store", "app.db"))
+        assert line.startswith("error app.db: E500 app.db is a SQLite database"), line
+        assert "not a run store" in line and "contacts" in line, line
+        assert (tmp_path / "app.db").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "ex"]
+
+
+def test_reading_an_empty_file_as_a_store_says_so_and_leaves_it_empty(tmp_path: Path) -> None:
+    (tmp_path / "runs.db").write_bytes(b"")
+    for args in (("runs", "list"), ("runs", "list", "--json"), ("runs", "show", "x")):
+        line = one_error(ilh(tmp_path, *args, "--store", "runs.db"))
+        assert line == "error runs.db: E500 no run store at runs.db (an empty file)", line
+    assert (tmp_path / "runs.db").read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db"]
+    # A run may still start its store in an empty file made for it (`touch runs.db`).
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    done = ilh(tmp_path, "run", "ex/task.toml", "--store", "runs.db", "--json")
+    assert done.returncode == 0, done.stderr

@@ -91,6 +91,7 @@ from harness.record.database import (
     as_int,
     open_database,
     open_read_only,
+    refuse_what_is_no_store,
     rollback,
     row_to_event,
     row_to_stored,
@@ -174,6 +175,8 @@ class RunStore:
             raise StoreError(
                 f"{self._path} is not a file (a folder, pipe or device): name a run store file"
             )
+        else:
+            refuse_what_is_no_store(self._path, create=create)
         self.read_only = False
         try:
             self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
