@@ -268,3 +268,19 @@ def test_two_outputs_into_one_file_are_refused(clean: Path, outputs: tuple[str, 
     assert "E303" in line and "the same file" in line, line
     assert not any(clean.glob("out.*"))
     assert not (clean / ".ilh").exists()
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/dev/zero", "binary.md", "folder", "git:HEAD:handoff.md"],
+)
+def test_a_refused_certify_target_leaves_no_store_behind(tmp_path: Path, target: str) -> None:
+    # Only a target that did not exist was refused before the store was opened: a
+    # device, a file that is not UTF-8, a folder or an unreadable git record left an
+    # empty `.ilh/runs.db` in the folder the command was typed in.
+    (tmp_path / "binary.md").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "folder").mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    done = ilh(tmp_path, "certify", target, "--role", "implementer", "--non-interactive")
+    assert one_error(done).startswith(f"error {target}: E"), done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -244,10 +244,11 @@ def certify(
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise InputError(markdown_path, "E500", "cannot write the Markdown there")
         given, contract = declare(flags, contract_path, cwd)
-        if not given.startswith("git:") and not os.path.lexists(cwd / given):
-            # Refused here, in the reader's own words, before the store is opened: a
-            # mistyped target left a new `.ilh/runs.db` in the folder it was typed in.
-            read_target(given, cwd)
+        # Read here, refused in the reader's own words, before the store is opened: a
+        # mistyped target left a new `.ilh/runs.db` in the folder it was typed in, and so
+        # did one that is a device, a folder, not UTF-8 or a git record that cannot be
+        # read. (The certification reads it again, as it is then.)
+        read_target(given, cwd)
         # The record being certified, and the store, are never an output's landing:
         # `--markdown handoff.md` replaced the handoff by its own certificate.
         keep = [(store_path or DEFAULT_STORE_PATH, "the run store")]
