@@ -95,3 +95,42 @@ def test_reading_an_empty_file_as_a_store_says_so_and_leaves_it_empty(tmp_path: 
     shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
     done = ilh(tmp_path, "run", "ex/task.toml", "--store", "runs.db", "--json")
     assert done.returncode == 0, done.stderr
+
+
+def test_the_resume_command_an_interruption_names_can_be_pasted(tmp_path: Path) -> None:
+    # With --store, the message said `ilh run --resume RUN`: pasted, it looked in the
+    # default store and called the run unknown.
+    import shlex
+    import signal
+    import time
+
+    from harness.record.store import RunStore
+
+    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
+    (tmp_path / "ex" / "agent.jsonl").write_text(
+        '{"text": "slow", "tool_calls": [{"name": "run_command", '
+        '"arguments": {"command": "sleep 8"}}]}\n{"text": "done."}\n'
+    )
+    store = tmp_path / "my runs[1]" / "r.db"
+    running = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "ex/task.toml", "--store", "my runs[1]/r.db"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if store.exists():
+            with RunStore(store, create=False) as records:
+                if records.list_runs():
+                    break
+        time.sleep(0.1)
+    time.sleep(1.5)  # into the 8-second command
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=60)
+    assert running.returncode == 130, err
+    said = err.splitlines()[-1]
+    assert said.startswith("interrupted: run ") and "`ilh run --resume " in said, err
+    command = said.split("`")[1]
+    assert command.endswith(" --store 'my runs[1]/r.db'"), said
+    resumed = ilh(tmp_path, *shlex.split(command)[1:], "--json")
+    assert resumed.returncode in (0, 3), resumed.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -343,10 +344,14 @@ def run(
     except Interrupted as stop:
         # Nothing is committed for a Ctrl-C: the run stays exactly where its last event
         # left it, as after a kill, and --resume continues it from there.
+        # The command as it can be pasted: with its store (`ilh run --resume RUN` alone
+        # looked in the default one and called the run unknown), quoted for a shell.
+        store_flag = "" if store_path is None else f" --store {shlex.quote(str(store_path))}"
         for run_id in stop.run_ids:
             err.print(
                 f"interrupted: run {run_id} is resumable, its record intact; continue it "
-                f"with `ilh run --resume {run_id}`"
+                f"with `ilh run --resume {run_id}{store_flag}`",
+                markup=False,
             )
         if not stop.run_ids:
             err.print("interrupted before any run started")
