@@ -84,19 +84,6 @@ def test_a_database_of_something_else_is_not_a_store_and_is_not_changed(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "ex"]
 
 
-def test_reading_an_empty_file_as_a_store_says_so_and_leaves_it_empty(tmp_path: Path) -> None:
-    (tmp_path / "runs.db").write_bytes(b"")
-    for args in (("runs", "list"), ("runs", "list", "--json"), ("runs", "show", "x")):
-        line = one_error(ilh(tmp_path, *args, "--store", "runs.db"))
-        assert line == "error runs.db: E500 no run store at runs.db (an empty file)", line
-    assert (tmp_path / "runs.db").read_bytes() == b""
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db"]
-    # A run may still start its store in an empty file made for it (`touch runs.db`).
-    shutil.copytree(EXAMPLES / "honest", tmp_path / "ex")
-    done = ilh(tmp_path, "run", "ex/task.toml", "--store", "runs.db", "--json")
-    assert done.returncode == 0, done.stderr
-
-
 def test_the_resume_command_an_interruption_names_can_be_pasted(tmp_path: Path) -> None:
     # With --store, the message said `ilh run --resume RUN`: pasted, it looked in the
     # default store and called the run unknown.

@@ -125,27 +125,20 @@ def tables_of(path: Path) -> set[str] | None:
     return {str(row[0]) for row in rows if not str(row[0]).startswith("sqlite_")}
 
 
-def refuse_what_is_no_store(path: Path, *, create: bool) -> None:
-    """An existing file that is not a run store is never made one by opening it:
+def refuse_what_is_no_store(path: Path) -> None:
+    """An existing database of something else is never made a run store by opening it:
     `--store app.db` (another program's database) had the record's tables and triggers
-    added and its journal switched to WAL, by `ilh runs list` too. An empty file (or
-    database) becomes a store only where a store may be created (`ilh run`); a command
-    that reads says there is none, and leaves it as it was."""
+    added and its journal switched to WAL, by `ilh runs list` too. A database with no
+    tables at all is let through: it is also what a store being created by another
+    process looks like until its first commit (the schema is one transaction), and a
+    reader must wait for that, not refuse it."""
     tables = tables_of(path)
-    if tables is None:
-        return
     if tables and "runs" not in tables:
         held = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
         raise StoreError(
             f"{path} is a SQLite database that is not a run store (its tables: {held}): "
             "name a run store file"
         )
-    if not tables and not create:
-        try:
-            empty = "an empty file" if path.stat().st_size == 0 else "an empty database"
-        except OSError:
-            empty = "an empty database"
-        raise StoreError(f"no run store at {path} ({empty})")
 
 
 def open_database(path: Path, busy_timeout_s: float) -> sqlite3.Connection:

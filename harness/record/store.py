@@ -176,7 +176,7 @@ class RunStore:
                 f"{self._path} is not a file (a folder, pipe or device): name a run store file"
             )
         else:
-            refuse_what_is_no_store(self._path, create=create)
+            refuse_what_is_no_store(self._path)
         self.read_only = False
         try:
             self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
