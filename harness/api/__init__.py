@@ -120,7 +120,16 @@ async def run_task_async(
         options=options,
         sandbox=sandbox,
     )
-    with _store(store) as runs:
+    try:
+        opened = _store(store)
+    except InputError:
+        # The run never starts: the clients it made are released here (the run closes
+        # them when it ends).
+        for client in (prepared.client, prepared.grader_client):
+            if client is not None:
+                await close_client(client)
+        raise
+    with opened as runs:
         return await _run_task(
             loaded,
             runs,
