@@ -1,5 +1,5 @@
 """`python -m harness` is `ilh`."""
 
-from harness.cli.main import main
+from harness.cli.entry import main
 
 main()

@@ -44,9 +44,10 @@ from harness.models.clients.options import ClientOptions
 from harness.models.interface import ModelClient
 from harness.record.database import StoreError, UnknownRun
 from harness.record.results import RunResult
-from harness.record.store import RunStore
+from harness.record.store import DEFAULT_STORE_PATH, RunStore
 from harness.run.grade_job import grade_task
-from harness.run.setup import client_from_uri, close_client
+from harness.run.owner import owning_recorded
+from harness.run.setup import client_from_uri, close_client, prepare
 from harness.run.setup import run_task as _run_task
 from harness.secrets.logs import library_logging
 from harness.soul.correct import Corrected, correct_run
@@ -86,7 +87,7 @@ def quiet_logging() -> None:
 def _store(store: PathLike | None) -> RunStore:
     """The run store; one that cannot be opened (a folder, an unwritable place, not a
     database) is bad input, as `--store` is on the command line (E500 at its path)."""
-    path = Path(store) if store is not None else Path(".ilh") / "runs.db"
+    path = Path(store) if store is not None else DEFAULT_STORE_PATH
     try:
         return RunStore(path)
     except StoreError as err:
@@ -108,15 +109,35 @@ async def run_task_async(
     run's GENEs go to the SOUL's pending file (`ilh run --soul-readonly`)."""
     quiet_logging()
     loaded = load_task(Path(task))
-    with _store(store) as runs:
+    options = ClientOptions(base_url=base_url)
+    # Checked before the store is opened: a refused model, handoff or template leaves
+    # no store behind.
+    prepared = prepare(
+        loaded,
+        Path(store) if store is not None else DEFAULT_STORE_PATH,
+        model=model,
+        grader_model=grader_model,
+        options=options,
+        sandbox=sandbox,
+    )
+    try:
+        opened = _store(store)
+    except InputError:
+        # The run never starts: the clients it made are released here (the run closes
+        # them when it ends).
+        for client in (prepared.client, prepared.grader_client):
+            if client is not None:
+                await close_client(client)
+        raise
+    with opened as runs:
         return await _run_task(
             loaded,
             runs,
             model=model,
             grader_model=grader_model,
-            options=ClientOptions(base_url=base_url),
-            sandbox=sandbox,
+            options=options,
             soul_readonly=soul_readonly,
+            prepared=prepared,
         )
 
 
@@ -222,7 +243,8 @@ def correct(
         raise InputError("--class", "E303", f"not an error class: {error_class!r}")
     with _store(store) as runs:
         try:
-            return correct_run(runs, run, error_class, text, gene)
+            with owning_recorded(runs, run):  # not while `ilh run` carries it on
+                return correct_run(runs, run, error_class, text, gene)
         except UnknownRun as err:
             raise InputError(run, "E500", str(err)) from None
 
@@ -231,7 +253,8 @@ def soul_sync(run: str, *, store: PathLike | None = None) -> Persisted:
     """`ilh soul sync RUN`: persist a recorded run's GENEs to its SOUL (after a kill)."""
     with _store(store) as runs:
         try:
-            return sync_run(runs, run)[1]
+            with owning_recorded(runs, run):  # not while `ilh run` carries it on
+                return sync_run(runs, run)[1]
         except UnknownRun as err:
             raise InputError(run, "E500", str(err)) from None
 

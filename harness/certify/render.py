@@ -33,6 +33,11 @@ def _outcome(cert: Certificate) -> str:
     )
 
 
+#: How every Markdown certificate begins (`render_markdown`'s first line), case folded:
+#: `ilh certify --markdown FILE` replaces only a file that begins so (or an empty one).
+MARKDOWN_STARTS = (b"# certified:", b"# not certified:")
+
+
 def render_markdown(cert: Certificate) -> str:
     verdict = cert.verdict
     head = "CERTIFIED" if cert.certified else "NOT CERTIFIED"

@@ -28,7 +28,7 @@ from harness.certify.gate import Gate, NoGate, PromptGate
 from harness.certify.lexicon import load_lexicon
 from harness.certify.loop import Certifier, Request
 from harness.certify.refuter import RefuterBudget
-from harness.certify.render import render_markdown
+from harness.certify.render import MARKDOWN_STARTS, render_markdown
 from harness.certify.target import read_target
 from harness.cli.consoles import message_console
 from harness.cli.errors import (
@@ -38,6 +38,7 @@ from harness.cli.errors import (
     refuse_overwriting,
     refuse_recording_over,
     refuse_replacing_other_than,
+    same_file,
 )
 from harness.cli.options import base_url_option, checked_model_uri
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
@@ -115,7 +116,8 @@ def refuter_seconds(value: str) -> float:
     "--markdown",
     "markdown_path",
     type=UserPath(path_type=Path, dir_okay=False),
-    help="Also write the readable Markdown rendering here.",
+    help="Also write the readable Markdown rendering here (a new or empty file, or one "
+    "written so before: never another file).",
 )
 @click.option(
     "--model",
@@ -242,10 +244,11 @@ def certify(
             if not folder.is_dir() or not os.access(folder, os.W_OK):
                 raise InputError(markdown_path, "E500", "cannot write the Markdown there")
         given, contract = declare(flags, contract_path, cwd)
-        if not given.startswith("git:") and not os.path.lexists(cwd / given):
-            # Refused here, in the reader's own words, before the store is opened: a
-            # mistyped target left a new `.ilh/runs.db` in the folder it was typed in.
-            read_target(given, cwd)
+        # Read here, refused in the reader's own words, before the store is opened: a
+        # mistyped target left a new `.ilh/runs.db` in the folder it was typed in, and so
+        # did one that is a device, a folder, not UTF-8 or a git record that cannot be
+        # read. (The certification reads it again, as it is then.)
+        read_target(given, cwd)
         # The record being certified, and the store, are never an output's landing:
         # `--markdown handoff.md` replaced the handoff by its own certificate.
         keep = [(store_path or DEFAULT_STORE_PATH, "the run store")]
@@ -253,8 +256,22 @@ def certify(
             keep.append((cwd / given, "the record it certifies"))
             if contract_path is not None:
                 keep.append((contract_path.parent / given, "the record it certifies"))
+        refuse_one_file_for_two_outputs(
+            [
+                (markdown_path, "--markdown"),
+                (None if contract.certificate is None else cwd / contract.certificate,
+                 "--certificate"),
+                (record_path, "--record"),
+            ]
+        )  # fmt: skip
         if markdown_path is not None:
             refuse_overwriting(markdown_path, "the Markdown", keep)
+            # `--markdown task.toml` (or a source file) replaced it with the Markdown, as
+            # `--certificate task.toml` once did: only a Markdown certificate written
+            # before, or an empty file, is replaced.
+            refuse_replacing_other_than(
+                markdown_path, "the Markdown", MARKDOWN_STARTS, "a Markdown certificate"
+            )
         if contract.certificate is not None:
             # `--certificate task.toml` replaced the task file with the certificate; one
             # written before (JSON, an object) is replaced as it always was.
@@ -316,6 +333,21 @@ def certify(
         err.print("interrupted: each output is whole or was not written", markup=False)
         sys.exit(EXIT_INTERRUPTED)
     sys.exit(EXIT_CERTIFIED if result.certified else EXIT_NOT_CERTIFIED)
+
+
+def refuse_one_file_for_two_outputs(outputs: list[tuple[Path | None, str]]) -> None:
+    """`--markdown X --certificate X`: the certificate was written, "certificate written
+    to X" said, and the Markdown then replaced it. Each output gets a file of its own."""
+    given = [(path, flag) for path, flag in outputs if path is not None]
+    for i, (path, flag) in enumerate(given):
+        for other, other_flag in given[:i]:
+            if same_file(path, other):
+                raise BadInput(
+                    flag,
+                    "E303",
+                    f"{other_flag} and {flag} name the same file ({path}): each output "
+                    "needs a file of its own",
+                )
 
 
 async def _certify(request: Request, client: ModelClient | None) -> Certificate:

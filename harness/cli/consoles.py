@@ -6,6 +6,7 @@ of a short command's start-up (benchmarks/startup.py)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rich.console import Console
@@ -21,7 +22,7 @@ class ReportConsole(Console):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("emoji", False)
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **plain_if_no_color(kwargs))
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -32,4 +33,15 @@ def message_console() -> Console:
     """The console a command's progress, messages and errors go to (stderr): no
     highlighting (paths and numbers stay as written), long lines not wrapped (a path is
     copied whole), no emoji codes (as `ReportConsole`)."""
-    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    return Console(
+        **plain_if_no_color(dict(stderr=True, highlight=False, soft_wrap=True, emoji=False))
+    )
+
+
+def plain_if_no_color(options: dict[str, Any]) -> dict[str, Any]:
+    """rich's options for a console, with no style at all when `NO_COLOR` is set (not
+    empty, as no-color.org and rich read it): rich then drops colours only, and bold and
+    dim still reached the terminal as escape sequences. No colour system, no sequence."""
+    if os.environ.get("NO_COLOR"):
+        options.setdefault("color_system", None)
+    return options

@@ -11,6 +11,7 @@ from envelopes.declarations.gene import ERROR_CLASSES
 from harness.cli.errors import BadInput
 from harness.cli.runs import STORE_OPTION, open_store
 from harness.inputs.errors import InputError
+from harness.run.owner import owning_recorded
 from harness.soul.correct import correct_run
 
 _TOLD = {
@@ -36,7 +37,8 @@ def correct(run_ref: str, error_class: str, text: str, gene: str | None, store_p
     """Report an error of the recorded run RUN: its agent's SOUL gets the correction."""
     with open_store(store_path, writing=True) as store:
         try:
-            done = correct_run(store, run_ref, error_class, text, gene)
+            with owning_recorded(store, run_ref):  # not while `ilh run` carries it on
+                done = correct_run(store, run_ref, error_class, text, gene)
         except InputError as err:
             raise BadInput.of(err) from None
     told = _TOLD[str(done.step)].format(gene=done.gene)

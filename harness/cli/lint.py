@@ -141,6 +141,10 @@ def lint(files: tuple[str, ...], as_json: bool, explain_code: str | None) -> Non
     texts: dict[str, str | BadInput] = {}
     unreadable: list[BadInput] = []
     for name in files:
+        if name in texts:
+            # Named twice: read once. `- -` read stdin twice, and its second, empty,
+            # read replaced the first: text with errors was reported ok.
+            continue
         try:
             texts[name] = read_input(name)
         except BadInput as problem:

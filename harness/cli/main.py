@@ -14,6 +14,7 @@ import sys
 
 import click
 
+from harness.cli.entry import ready
 from harness.workspace.interrupts import (
     EXIT_INTERRUPTED,
     exit_now,
@@ -179,6 +180,7 @@ def cannot_write(err: OSError) -> None:
 
 def _main() -> None:
     try:
+        ready()  # from here, click turns a Ctrl-C into its Abort: "interrupted", below
         returned = ilh.main(args=sys.argv[1:], prog_name="ilh", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as err:
         # `ilh`, `ilh runs`, `ilh soul` alone: the help as click lays it out (a newcomer's

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -32,12 +33,12 @@ from harness.inputs.task_file import load_task
 from harness.models.clients.options import NO_OPTIONS, ClientOptions
 from harness.record.results import RunResult
 from harness.record.store import DEFAULT_STORE_PATH, RunStore, StoreError, UnknownRun
-from harness.run.batch import run_tasks
+from harness.run.batch import prepare_tasks, run_tasks
 from harness.run.live import board_for, fan_out, limits_of
 from harness.run.orchestrator import no_progress
 from harness.run.progress import live_progress, summary
 from harness.run.resume import resume_run
-from harness.run.setup import default_store, run_task
+from harness.run.setup import default_store, prepare, run_task
 from harness.secrets import harness_secrets
 from harness.telemetry.export import exporting
 from harness.workspace.interrupts import immediate_interrupts
@@ -93,7 +94,27 @@ def execute(
     # The task file is read before the store is opened: a mistyped or broken one left a
     # new `.ilh/runs.db` behind in whatever folder the command was typed.
     task = load_task(task_file) if task_file is not None else None
-    with default_store(store_path) as store, interruption_reported(store, resume):
+    # So is the rest of the task (its model, grader model, handoff, SOUL, template): a
+    # refused `--model nosuch:thing` left an empty store behind too.
+    prepared = (
+        None
+        if task is None
+        else prepare(
+            task,
+            store_path or DEFAULT_STORE_PATH,
+            model=model,
+            grader_model=grader_model,
+            options=options,
+            sandbox=sandbox,
+        )
+    )
+    # `--resume RUN` reads a store that is there: one typed in the wrong folder made an
+    # empty store there, then called the run unknown "in the store".
+    resuming = task is None and resume not in (None, RESUME_FLAG)
+    with (
+        default_store(store_path, create=not resuming) as store,
+        interruption_reported(store, resume),
+    ):
         if task is not None:
             # The live panel where a person watches; the event lines print above it.
             with board_for(err, as_json, [(task.id, limits_of(task))]) as board:
@@ -106,8 +127,8 @@ def execute(
                         progress=lines if board is None else fan_out(lines, board.progress_for(0)),
                         grader_model=grader_model,
                         options=options,
-                        sandbox=sandbox,
                         soul_readonly=soul_readonly,
+                        prepared=prepared,
                     )
                 )
         if resume in (None, RESUME_FLAG):
@@ -144,6 +165,18 @@ def execute_many(
     if resume not in (None, RESUME_FLAG):
         raise click.UsageError("--resume RUN continues one recorded run; give no TASK_FILE")
     err = message_console()
+    # Every task and model checked before the store is opened: a refused batch leaves
+    # no store behind.
+    prepared = asyncio.run(
+        prepare_tasks(
+            task_files,
+            store_path or DEFAULT_STORE_PATH,
+            model=model,
+            options=options,
+            grader_model=grader_model,
+            sandbox=sandbox,
+        )
+    )
     with (
         default_store(store_path) as store,
         interruption_reported(store, resume),
@@ -163,6 +196,7 @@ def execute_many(
                 if board is None
                 else lambda i, task: board.progress_for(i, task.id, limits_of(task)),
                 soul_readonly=soul_readonly,
+                prepared=prepared,
             )
         )
 
@@ -305,15 +339,19 @@ def run(
         BadInput(str(resume), "E500", str(bad)).show()
         sys.exit(EXIT_BAD_INPUT)
     except StoreError as bad:
-        BadInput(str(store_path or "--store"), "E500", str(bad)).show()
+        BadInput(str(store_path or DEFAULT_STORE_PATH), "E500", str(bad)).show()
         sys.exit(EXIT_BAD_INPUT)
     except Interrupted as stop:
         # Nothing is committed for a Ctrl-C: the run stays exactly where its last event
         # left it, as after a kill, and --resume continues it from there.
+        # The command as it can be pasted: with its store (`ilh run --resume RUN` alone
+        # looked in the default one and called the run unknown), quoted for a shell.
+        store_flag = "" if store_path is None else f" --store {shlex.quote(str(store_path))}"
         for run_id in stop.run_ids:
             err.print(
                 f"interrupted: run {run_id} is resumable, its record intact; continue it "
-                f"with `ilh run --resume {run_id}`"
+                f"with `ilh run --resume {run_id}{store_flag}`",
+                markup=False,
             )
         if not stop.run_ids:
             err.print("interrupted before any run started")

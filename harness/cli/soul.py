@@ -15,6 +15,7 @@ from envelopes.soul import Soul
 from harness.cli.errors import BadInput, UserPath
 from harness.cli.runs import STORE_OPTION, open_store
 from harness.inputs.errors import InputError
+from harness.run.owner import owning_recorded
 from harness.soul.correct import error_counts
 from harness.soul.cycle import apply_all
 from harness.soul.file import load_soul, pending_path, read_pending, review
@@ -164,7 +165,11 @@ def review_pending(
 @STORE_OPTION
 def sync(run_ref: str, store_path: Path) -> None:
     """Persist a run's GENEs from its record (after a kill: no run ended to do it)."""
-    with open_store(store_path, writing=True) as store, bad_input():
+    with (
+        open_store(store_path, writing=True) as store,
+        bad_input(),
+        owning_recorded(store, run_ref),  # not while `ilh run` carries it on
+    ):
         path, done = sync_run(store, run_ref)
     where = f"{path}.pending.jsonl" if done.pending else str(path)
     click.echo(f"{done.written} occurrence(s) persisted to {where}")

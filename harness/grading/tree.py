@@ -322,8 +322,10 @@ def _runner_tables(path: Path) -> dict[str, object] | None:
         return {k: package[k] for k in PACKAGE_RUNNER_KEYS if k in package}
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
-        # RecursionError: arrays nested past Python's limit (an agent's file) do not parse.
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        # RecursionError: arrays nested past Python's limit (an agent's file) do not parse;
+        # ValueError: TOMLDecodeError, and an integer too long to convert (the plain
+        # ValueError stopped every check: "the grading tree could not be built").
         return None
     tool = data.get("tool")
     if not isinstance(tool, dict):

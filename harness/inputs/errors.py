@@ -126,6 +126,12 @@ class InputErrors(InputError):
 TOO_DEEP = "nested too deeply (arrays or tables inside one another)"
 
 
+#: What a parser says of an integer longer than Python converts (`sys.int_info`'s
+#: default limit): JSON and TOML parsers raise a plain ValueError for it, whose text
+#: advises a Python call, and which no reader expected (a traceback).
+NUMBER_TOO_LONG = "a number of more than 4300 digits"
+
+
 #: Editors on Windows save "UTF-8" with a byte order mark; TOML and JSON parsers reject it
 #: with a message that does not say what to do.
 BOM = "\ufeff"
@@ -148,6 +154,8 @@ def parse_json(text: str, path: Path | str, line: int = 0) -> Any:
         ) from None
     except RecursionError:
         raise InputError(path, "E300", f"not JSON: {TOO_DEEP}", line) from None
+    except ValueError:
+        raise InputError(path, "E300", f"not JSON: {NUMBER_TOO_LONG}", line) from None
     # JSON may escape half of a surrogate pair (`"\\ud800"`); Python keeps it as a lone
     # surrogate, which no UTF-8 text can hold: the first digest or write of it (the run
     # record) raised UnicodeEncodeError, a traceback. Only text with such an escape is

@@ -22,7 +22,14 @@ from pydantic import (
 
 from harness.inputs.bounds import MAX_ROUNDS, MAX_TIME_SECONDS, MAX_TOKENS
 from harness.inputs.durations import parse_duration
-from harness.inputs.errors import BOM, BOM_MESSAGE, TOO_DEEP, InputError, read_utf8
+from harness.inputs.errors import (
+    BOM,
+    BOM_MESSAGE,
+    NUMBER_TOO_LONG,
+    TOO_DEEP,
+    InputError,
+    read_utf8,
+)
 from harness.inputs.keys import UNKNOWN, first_error, meant, table_keys
 from harness.inputs.sizes import parse_size
 
@@ -603,6 +610,8 @@ def parse_toml(text: str, path: Path) -> dict[str, Any]:
         raise toml_error(path, err) from None
     except RecursionError:
         raise InputError(path, "E300", f"TOML syntax: {TOO_DEEP}") from None
+    except ValueError:
+        raise InputError(path, "E300", f"TOML: {NUMBER_TOO_LONG}") from None
 
 
 def _nul_key(value: object, loc: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:

@@ -106,6 +106,41 @@ SUMMARY_SELECT: Final = """
 """
 
 
+def tables_of(path: Path) -> set[str] | None:
+    """The tables of the SQLite database at `path` (SQLite's own aside), read through a
+    read-only connection that changes nothing; None when it cannot be read so (not a
+    database, a WAL it cannot read without writing…): the store's open then says why."""
+    try:
+        # No wait: a database another process holds locked is the open's to report,
+        # once, within its busy timeout.
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0)
+    except (sqlite3.Error, OSError, ValueError):
+        return None
+    try:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    return {str(row[0]) for row in rows if not str(row[0]).startswith("sqlite_")}
+
+
+def refuse_what_is_no_store(path: Path) -> None:
+    """An existing database of something else is never made a run store by opening it:
+    `--store app.db` (another program's database) had the record's tables and triggers
+    added and its journal switched to WAL, by `ilh runs list` too. A database with no
+    tables at all is let through: it is also what a store being created by another
+    process looks like until its first commit (the schema is one transaction), and a
+    reader must wait for that, not refuse it."""
+    tables = tables_of(path)
+    if tables and "runs" not in tables:
+        held = ", ".join(sorted(tables)[:5]) + (", …" if len(tables) > 5 else "")
+        raise StoreError(
+            f"{path} is a SQLite database that is not a run store (its tables: {held}): "
+            "name a run store file"
+        )
+
+
 def open_database(path: Path, busy_timeout_s: float) -> sqlite3.Connection:
     """Open (and if needed initialise) the database with the durability settings."""
     try:

@@ -41,6 +41,7 @@ combine several queries run in one read transaction so they see one snapshot (ot
 from __future__ import annotations
 
 import secrets
+import shlex
 import sqlite3
 import threading
 import weakref
@@ -90,6 +91,7 @@ from harness.record.database import (
     as_int,
     open_database,
     open_read_only,
+    refuse_what_is_no_store,
     rollback,
     row_to_event,
     row_to_stored,
@@ -173,6 +175,8 @@ class RunStore:
             raise StoreError(
                 f"{self._path} is not a file (a folder, pipe or device): name a run store file"
             )
+        else:
+            refuse_what_is_no_store(self._path)
         self.read_only = False
         try:
             self._conn: sqlite3.Connection | None = open_database(self._path, busy_timeout_s)
@@ -604,7 +608,10 @@ def _resolve(conn: sqlite3.Connection, run_ref: str, store: Path) -> str:
         )
     ]
     if not matches:
-        listing = "ilh runs list" + ("" if store == DEFAULT_STORE_PATH else f" --store {store}")
+        # Quoted for a shell: the command is there to be pasted (a folder with a space).
+        listing = "ilh runs list" + (
+            "" if store == DEFAULT_STORE_PATH else f" --store {shlex.quote(str(store))}"
+        )
         raise UnknownRun(
             f"unknown run {ref!r} in the store {store} (`{listing}` shows its runs; one "
             "recorded in another store needs --store PATH)"

@@ -22,10 +22,12 @@ from harness.record.results import RunResult
 from harness.record.store import RunStore
 from harness.run.orchestrator import Progress, no_progress
 from harness.run.setup import (
+    Prepared,
     check_handoff,
     client_for,
     close_client,
     model_uri,
+    prepare,
     refuse_unused_base_url,
     run_task,
 )
@@ -54,22 +56,18 @@ async def gather_limited(jobs: Sequence[Callable[[], Awaitable[T]]], concurrency
     return results
 
 
-async def run_tasks(
+async def prepare_tasks(
     task_files: Sequence[Path],
-    store: RunStore,
+    store_path: Path,
     *,
-    concurrency: int,
     model: str | None = None,
-    resume: bool = False,
     options: ClientOptions = NO_OPTIONS,
     grader_model: str | None = None,
-    progress: Progress = no_progress,
     sandbox: SandboxOverrides = NO_OVERRIDES,
-    progress_for: Callable[[int, Task], Progress] | None = None,
-    soul_readonly: bool = False,
-) -> list[RunResult]:
-    """`progress_for(index, task)`: each task's own progress sink (the live board's
-    panel of that task), instead of the one `progress` they all share."""
+) -> list[tuple[Task, Prepared]]:
+    """Every task read and checked, every client built (`harness.run.setup.prepare`),
+    with no store open: a refused batch leaves nothing behind. `store_path`: where the
+    store is, or will be."""
     tasks = []
     problems: list[InputError] = []
     for path in task_files:
@@ -90,10 +88,55 @@ async def run_tasks(
                     model_uri(task, model), task, options=options, on_command_line=model is not None
                 )
             )
+        return [
+            (
+                task,
+                prepare(
+                    task,
+                    store_path,
+                    model=model,
+                    grader_model=grader_model,
+                    options=options,
+                    client=client,
+                    sandbox=sandbox,
+                ),
+            )
+            for task, client in zip(tasks, clients, strict=True)
+        ]
     except BaseException:
         for client in clients:
             await close_client(client)
         raise
+
+
+async def run_tasks(
+    task_files: Sequence[Path],
+    store: RunStore,
+    *,
+    concurrency: int,
+    model: str | None = None,
+    resume: bool = False,
+    options: ClientOptions = NO_OPTIONS,
+    grader_model: str | None = None,
+    progress: Progress = no_progress,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
+    progress_for: Callable[[int, Task], Progress] | None = None,
+    soul_readonly: bool = False,
+    prepared: Sequence[tuple[Task, Prepared]] | None = None,
+) -> list[RunResult]:
+    """`progress_for(index, task)`: each task's own progress sink (the live board's
+    panel of that task), instead of the one `progress` they all share. `prepared`:
+    what `prepare_tasks` made of `task_files` before the store was opened."""
+    if prepared is None:
+        prepared = await prepare_tasks(
+            task_files,
+            store.path,
+            model=model,
+            options=options,
+            grader_model=grader_model,
+            sandbox=sandbox,
+        )
+    tasks = [task for task, _ in prepared]
 
     def job(index: int) -> Callable[[], Awaitable[RunResult]]:
         async def go() -> RunResult:
@@ -105,9 +148,8 @@ async def run_tasks(
                 progress=progress if progress_for is None else progress_for(index, tasks[index]),
                 grader_model=grader_model,
                 options=options,
-                client=clients[index],
-                sandbox=sandbox,
                 soul_readonly=soul_readonly,
+                prepared=prepared[index][1],
             )
 
         return go

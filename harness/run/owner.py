@@ -95,3 +95,18 @@ def _lock(fd: int, run_id: str, where: str) -> str | None:
             "resume the run then",
         ) from None
     return None
+
+
+@contextmanager
+def owning_recorded(store: RunStore, run_ref: str) -> Iterator[str]:
+    """Hold the recorded run `run_ref` (an id or its prefix) while the block changes what
+    its run decides from (`ilh correct`, `ilh soul sync`: its agent's SOUL); yields the
+    full id. Either of them while `ilh run` carried the run on wrote the SOUL under it,
+    and the run then wrote its own GENEs from what it had read before. A run with no
+    folder (a certification) has no process to wait for: nothing is made for it."""
+    run_id = store.resolve_run_id(run_ref)
+    if not run_folder(store, run_id).is_dir():
+        yield run_id
+        return
+    with owning(store, run_id, run_ref):
+        yield run_id

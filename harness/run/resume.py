@@ -352,7 +352,7 @@ async def _resume_held(
         grader_client=grader_client,
         # Confinement is decided anew: `--sandbox none` must be said again to resume
         # unconfined.
-        sandbox=sandbox_policy(task, sandbox, store),
+        sandbox=sandbox_policy(task, sandbox, store.path),
         grading=grading_sources(store, run_id, task),
         soul=soul,
     )

@@ -7,10 +7,12 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import Budget, BudgetKind, State
+from envelopes.soul import Soul
 from harness.certify.check import bind_handoff
 from harness.enforce.lifecycle import Lifecycle
 from harness.grading.tree import GradingSources, snapshot_folder
@@ -22,7 +24,7 @@ from harness.models.scripted import ScriptedClient, ScriptedTurn
 from harness.record.events import EventKind
 from harness.record.keys import RecordKeyError, default_key_path
 from harness.record.results import RunResult
-from harness.record.store import RunStore
+from harness.record.store import DEFAULT_STORE_PATH, RunStore
 from harness.run.orchestrator import Orchestrator, Progress, no_progress
 from harness.run.owner import owning
 from harness.run.recorded import start_inputs
@@ -320,6 +322,54 @@ def grading_sources(store: RunStore, run_id: str, task: Task) -> GradingSources:
     return GradingSources(template=found["template"], checks=found["checks"])
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a run of a task needs that can be refused: checked, and its clients built,
+    before the store is opened (`prepare`). A refused `--model` (an unknown scheme, a
+    missing key), handoff, SOUL or template left an empty `.ilh/runs.db` behind in
+    whatever folder the command was typed."""
+
+    uri: str
+    client: ModelClient
+    grader_client: ModelClient | None
+    soul_path: Path | None
+    soul: Soul | None
+    policy: SandboxPolicy
+
+
+def prepare(
+    task: Task,
+    store_path: Path,
+    *,
+    model: str | None = None,
+    grader_model: str | None = None,
+    options: ClientOptions = NO_OPTIONS,
+    client: ModelClient | None = None,
+    grader_client: ModelClient | None = None,
+    sandbox: SandboxOverrides = NO_OVERRIDES,
+) -> Prepared:
+    """Everything about a run of `task` that is bad input, checked with no store open
+    (`store_path`: where the store is, or will be). `client`: one already built from the
+    model URI (several tasks are set up before any runs, so a bad URI or a missing key
+    stops them all at once); `grader_client` likewise for the grader model."""
+    check_handoff(task)
+    check_store_outside(task, store_path)
+    soul_path = soul_of_task(task, store_path)
+    soul = load_soul(soul_path) if soul_path is not None else None
+    # A client handed in (tests, the Python API) names its own model.
+    given = model or (client.name if client is not None and _no_agent_model(task) else None)
+    uri = model_uri(task, given)
+    if client is None:  # a batch checked its models together, and made the clients
+        refuse_unused_base_url([uri], grader_model, options)
+        client = client_for(uri, task, options=options, on_command_line=model is not None)
+    if grader_client is None:
+        grader_client = grader_client_for(grader_model, task, options)
+    policy = sandbox_policy(task, sandbox, store_path)
+    task.checks_folder()  # a missing or misplaced hidden checks folder: bad input, before any run
+    task.workspace_template()  # likewise the template: nothing made for a task refused
+    return Prepared(uri, client, grader_client, soul_path, soul, policy)
+
+
 async def run_task(
     task: Task,
     store: RunStore,
@@ -333,28 +383,27 @@ async def run_task(
     grader_client: ModelClient | None = None,
     sandbox: SandboxOverrides = NO_OVERRIDES,
     soul_readonly: bool = False,
+    prepared: Prepared | None = None,
 ) -> RunResult:
-    """Run one task. `client`: one already built from the model URI (several tasks are
-    set up before any runs, so a bad URI or a missing key stops them all at once);
-    `grader_client` likewise for the grader model. `soul_readonly`: the run's GENEs go
-    to the SOUL's pending file, for the principal to review (`ilh soul review`)."""
-    check_handoff(task)
-    check_store_outside(task, store)
-    soul_path = soul_of_task(task, store)
-    soul = load_soul(soul_path) if soul_path is not None else None
-    # A client handed in (tests, the Python API) names its own model.
-    given = model or (client.name if client is not None and _no_agent_model(task) else None)
-    uri = model_uri(task, given)
-    if client is None:  # a batch checked its models together, and made the clients
-        refuse_unused_base_url([uri], grader_model, options)
-        client = client_for(uri, task, options=options, on_command_line=model is not None)
-    if grader_client is None:
-        grader_client = grader_client_for(grader_model, task, options)
+    """Run one task. `client`, `grader_client`: as `prepare`'s; `prepared`: what
+    `prepare` made of this task before the store was opened (then `client`,
+    `grader_client` and `sandbox` are its). `soul_readonly`: the run's GENEs go to the
+    SOUL's pending file, for the principal to review (`ilh soul review`)."""
+    if prepared is None:
+        prepared = prepare(
+            task,
+            store.path,
+            model=model,
+            grader_model=grader_model,
+            options=options,
+            client=client,
+            grader_client=grader_client,
+            sandbox=sandbox,
+        )
+    uri, client, grader_client = prepared.uri, prepared.client, prepared.grader_client
+    soul_path, soul, policy = prepared.soul_path, prepared.soul, prepared.policy
     lifecycle = lifecycle_of(task)
     ledger = BudgetLedger(budgets_of(task))
-    policy = sandbox_policy(task, sandbox, store)
-    task.checks_folder()  # a missing or misplaced hidden checks folder: bad input, before any run
-    task.workspace_template()  # likewise the template: nothing made for a task refused
     inputs = start_inputs(task, client)
     run_id = store.create_run(
         task.id,
@@ -407,13 +456,13 @@ async def run_task(
         return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
 
 
-def check_store_outside(task: Task, store: RunStore) -> None:
+def check_store_outside(task: Task, store_path: Path) -> None:
     """Refuse (bad input, before any run) a run store inside the workspace template or
     the hidden checks: each run's folders are made beside the store, so the next run's
     workspace, a copy of the template, held the earlier runs' records, workspaces and
     hidden checks (`.ilh/runs/RUN/grading/checks`), and the store itself. It happened
     with the default store (`.ilh/runs.db`, in the current folder) and `cd workspace`."""
-    home = store.path.parent.resolve()
+    home = store_path.parent.resolve()
     for name, folder in (
         ("the workspace template", task.workspace_template()),
         ("the hidden checks folder", task.checks_folder()),
@@ -422,20 +471,20 @@ def check_store_outside(task: Task, store: RunStore) -> None:
             raise InputError(
                 task.source or task.folder,
                 "E303",
-                f"the run store {str(store.path)!r} is inside {name} {str(folder)!r}: every "
+                f"the run store {str(store_path)!r} is inside {name} {str(folder)!r}: every "
                 "run's record, workspace and hidden checks would be copied to the agent; put "
                 "the store outside the task's folders (--store PATH, or run ilh elsewhere)",
             )
 
 
-def soul_of_task(task: Task, store: RunStore) -> Path | None:
+def soul_of_task(task: Task, store_path: Path) -> Path | None:
     """The task's SOUL file, refused (bad input) where an agent could write it: inside
-    the workspace template (`Task.soul_path`) or the store's run folders, where every
-    run's workspace lives."""
+    the workspace template (`Task.soul_path`) or the run folders of the store at
+    `store_path`, where every run's workspace lives."""
     path = task.soul_path()
     if path is None:
         return None
-    runs = (store.path.parent / "runs").resolve()
+    runs = (store_path.parent / "runs").resolve()
     if path == runs or runs in path.parents:
         raise InputError(
             task.source or task.folder,
@@ -463,7 +512,7 @@ def check_handoff(task: Task) -> None:
 
 
 def sandbox_policy(
-    task: Task, overrides: SandboxOverrides = NO_OVERRIDES, store: RunStore | None = None
+    task: Task, overrides: SandboxOverrides = NO_OVERRIDES, store_path: Path | None = None
 ) -> SandboxPolicy:
     """The task file's `[sandbox]` (limits, network), then the command line's overrides.
     Only the command line can turn confinement off (`--sandbox none`). The task folder,
@@ -471,7 +520,7 @@ def sandbox_policy(
     they lie beneath a folder the sandbox shows (`/usr/src/app`)."""
     section = task.spec.sandbox
     policy = CONFINED if section is None else SandboxPolicy(**section.model_dump(exclude_none=True))
-    hidden = [task.folder, *([store.path.parent] if store is not None else [])]
+    hidden = [task.folder, *([store_path.parent] if store_path is not None else [])]
     with contextlib.suppress(RecordKeyError):
         hidden.append(default_key_path().parent)
     resolved = tuple(sorted({str(p.resolve()) for p in hidden}))
@@ -505,5 +554,5 @@ async def run_then_close(
                 await close_client(client)
 
 
-def default_store(path: Path | None) -> RunStore:
-    return RunStore(path or Path(".ilh") / "runs.db")
+def default_store(path: Path | None, *, create: bool = True) -> RunStore:
+    return RunStore(path or DEFAULT_STORE_PATH, create=create)
