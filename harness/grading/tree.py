@@ -96,7 +96,7 @@ from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
 from harness.grading.names import by_identity, parsed_file, relative_name, scan
-from harness.grading.support import FRAMEWORKS, is_reference, supports_tests
+from harness.grading.support import is_reference, supports_tests, uses_test_framework
 from harness.workspace.confined import MAX_WALK_DEPTH
 
 #: Runner configuration files, by name, wherever they are.
@@ -787,20 +787,9 @@ def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
     todo = set(scripts)
     for _ in range(3):
         new: set[str] = set()
-        for rel in sorted(todo):
-            name = PurePosixPath(rel).name
-            if not (name.endswith((".sh", ".bash", ".zsh")) or "." not in name):
-                continue
-            try:
-                path = template / rel
-                if not path.is_file() or path.stat().st_size > 1024 * 1024:
-                    continue
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            for line in text.splitlines()[:10_000]:
-                if line.strip() and not line.lstrip().startswith("#"):
-                    new |= check_scripts(line.strip())
+        for line, _folder in _script_lines(template, todo):
+            if line.strip() and not line.lstrip().startswith("#"):
+                new |= check_scripts(line.strip())
         todo = new - found - set(scripts)
         found |= new
     return found
@@ -1125,7 +1114,6 @@ _SUPPORT_NAMES = frozenset(
     {"helpers", "helper", "fixtures", "support", "checks", "checker", "checking", "verify",
      "verifier", "oracle", "assertions", "asserts", "expectations", "harness_utils"}
 )  # fmt: skip
-_FRAMEWORKS = FRAMEWORKS
 
 
 def _test_support(path: Path) -> bool:
@@ -1160,17 +1148,7 @@ def _asserts(path: str, inode: int, size: int, mtime_ns: int) -> bool:
             return True
         if isinstance(node, ast.Name) and node.id == "AssertionError":
             return True
-        if isinstance(node, ast.Import) and any(
-            a.name.split(".")[0] in _FRAMEWORKS for a in node.names
-        ):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _FRAMEWORKS:
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr.startswith("assert")
-        ):
+        if uses_test_framework(node):
             return True
     return False
 
