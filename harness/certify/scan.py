@@ -977,6 +977,12 @@ _HIDDEN_ELEMENT = re.compile(
 # to its Latin look-alikes, so "μs" and "α-helix" stay prose.
 _GREEK_LOOKALIKES = frozenset("αβγεικνοπρτυχωΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
 _WORD = re.compile(r"\w+")
+# Mathematical notation mixes a Latin and a Greek letter without disguising a word: a
+# differential (`dτ` in the specs' `∫₀ᵗ S(τ)dτ`) and a Greek variable with a subscript
+# (`ρ_k`, `λ_k`). Neither reads as an English word, and as hidden text (never deferred)
+# they made every spec with a formula uncertifiable (review9). A vowel's look-alike after
+# the `d` is left out: `dο` reads as "do".
+_GREEK_NOTATION = re.compile(r"d(?![αειουΑΕΙΟΥ])[\u0370-\u03ff]|[\u0370-\u03ff]+_[A-Za-z0-9]+")
 
 
 def _script(ch: str) -> str:
@@ -1092,7 +1098,8 @@ def hidden_text(shape: Shape) -> list[tuple[str, int, int, str, str]]:
                 if "LATIN" not in scripts:
                     continue
                 greek = any(c in _GREEK_LOOKALIKES for c in word.group())
-                if "CYRILLIC" in scripts or ("GREEK" in scripts and greek):
+                notation = _GREEK_NOTATION.fullmatch(word.group()) is not None
+                if "CYRILLIC" in scripts or ("GREEK" in scripts and greek and not notation):
                     out.append(
                         (
                             word.group(),
