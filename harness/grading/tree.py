@@ -787,7 +787,7 @@ def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
     todo = set(scripts)
     for _ in range(3):
         new: set[str] = set()
-        for line, _folder in _script_lines(template, todo):
+        for line, _folder in script_lines(template, todo):
             if line.strip() and not line.lstrip().startswith("#"):
                 new |= check_scripts(line.strip())
         todo = new - found - set(scripts)
@@ -819,7 +819,7 @@ def sourced_files(template: Path, lines: Iterable[str], scripts: Iterable[str]) 
     `test:` recipe of `true` overriding the task's, and the check passed (attack7)."""
     found: set[str] = set()
     todo = [(line, ".") for line in [*lines, *recipe_lines(template)]]
-    todo += _script_lines(template, scripts)
+    todo += script_lines(template, scripts)
     for _ in range(3):
         new: set[str] = set()
         for line, here in todo:
@@ -833,7 +833,7 @@ def sourced_files(template: Path, lines: Iterable[str], scripts: Iterable[str]) 
                     rel = relative_word(posixpath.normpath(posixpath.join(base, word)))
                     if rel is not None:
                         new.add(rel)
-        todo = _script_lines(template, new - found, sourced=True)
+        todo = script_lines(template, new - found, sourced=True)
         found |= new
         if not todo:
             break
@@ -853,12 +853,13 @@ def sourced_files(template: Path, lines: Iterable[str], scripts: Iterable[str]) 
     return found
 
 
-def _script_lines(
-    template: Path, scripts: Iterable[str], sourced: bool = False
+def script_lines(
+    template: Path, scripts: Iterable[str], sourced: bool = False, most: int = 1024 * 1024
 ) -> list[tuple[str, str]]:
     """(line, the script's folder) of the template's shell scripts among `scripts` (a
     `.sh`, `.bash`, `.zsh` file or one without a suffix; any file when `sourced`: what a
-    shell reads in is shell code whatever its name), each read up to 1 MiB."""
+    shell reads in is shell code whatever its name), each read when of `most` bytes at
+    the most (1 MiB; `harness.grading.js_checks` reads its sources up to 2 MiB)."""
     found: list[tuple[str, str]] = []
     for rel in sorted(scripts):
         name = PurePosixPath(rel).name
@@ -866,7 +867,7 @@ def _script_lines(
             continue
         try:
             path = template / rel
-            if not path.is_file() or path.stat().st_size > 1024 * 1024:
+            if not path.is_file() or path.stat().st_size > most:
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -891,9 +892,7 @@ def checking_scripts(
     `check…`/`verify…` were the task's, and a wrong `add` passed (attack7). A script that
     asserts nothing (the agent's program, `python slug.py`) stays the agent's."""
     shells = scripts | script_scripts(template, scripts)
-    every = [*lines, *recipe_lines(template)] + [
-        line for line, _ in _script_lines(template, shells)
-    ]
+    every = [*lines, *recipe_lines(template)] + [line for line, _ in script_lines(template, shells)]
     found: set[str] = set()
     for line in every:
         try:
