@@ -13,12 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.certify_helpers import certify_project, copy_example, tokens
-
-
-def _append(folder: Path, line: str) -> None:
-    handoff = folder / "handoff.md"
-    handoff.write_text(f"{handoff.read_text(encoding='utf-8')}\n{line}\n", encoding="utf-8")
+from tests.certify_helpers import certify_project, clean_with, tokens
 
 
 @pytest.mark.parametrize(
@@ -33,8 +28,7 @@ def _append(folder: Path, line: str) -> None:
 def test_greek_notation_is_not_hidden_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str
 ) -> None:
-    folder = copy_example("certify_clean", tmp_path)
-    _append(folder, line)
+    folder = clean_with(tmp_path, line + "\n")
     code, cert, result = certify_project(folder, monkeypatch)
     assert code == 0 and cert["certified"] is True, (result.output, tokens(cert))
 
@@ -52,8 +46,7 @@ def test_greek_notation_is_not_hidden_text(
 def test_look_alikes_in_words_stay_hidden_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, token: str
 ) -> None:
-    folder = copy_example("certify_clean", tmp_path)
-    _append(folder, line)
+    folder = clean_with(tmp_path, line + "\n")
     code, cert, result = certify_project(folder, monkeypatch)
     assert code == 1 and cert["certified"] is False, result.output
     assert token in tokens(cert), tokens(cert)

@@ -12,12 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.certify_helpers import certify_project, copy_example, tokens
-
-
-def _with(folder: Path, addition: str) -> None:
-    handoff = folder / "handoff.md"
-    handoff.write_text(handoff.read_text() + "\n" + addition, encoding="utf-8")
+from tests.certify_helpers import certify_project, clean_with, tokens
 
 
 @pytest.mark.parametrize(
@@ -36,8 +31,7 @@ def _with(folder: Path, addition: str) -> None:
 def test_a_claim_quoted_in_a_sentence_is_a_mention(
     sentence: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = copy_example("certify_clean", tmp_path)
-    _with(folder, sentence)
+    folder = clean_with(tmp_path, sentence)
     code, cert, result = certify_project(folder, monkeypatch)
     assert code == 0 and cert["certified"] is True, (result.output, tokens(cert))
 
@@ -58,8 +52,7 @@ def test_a_claim_quoted_in_a_sentence_is_a_mention(
 def test_claims_and_orders_that_are_not_mentions_stay_findings(
     addition: str, token: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = copy_example("certify_clean", tmp_path)
-    _with(folder, addition)
+    folder = clean_with(tmp_path, addition)
     code, cert, result = certify_project(folder, monkeypatch)
     assert code == 1 and cert["certified"] is False, result.output
     assert token in tokens(cert), tokens(cert)
@@ -79,8 +72,7 @@ def test_a_negated_order_is_no_order(
 ) -> None:
     """An order *not* to ignore the rules (or not to answer Pass) asks for the opposite of
     what an injection asks; it was a finding that could not be deferred (review9)."""
-    folder = copy_example("certify_clean", tmp_path)
-    _with(folder, sentence)
+    folder = clean_with(tmp_path, sentence)
     code, cert, result = certify_project(folder, monkeypatch)
     assert code == 0 and cert["certified"] is True, (result.output, tokens(cert))
 
@@ -96,8 +88,7 @@ def test_a_negated_order_is_no_order(
 def test_an_order_after_a_negation_elsewhere_stays_a_finding(
     addition: str, token: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = copy_example("certify_clean", tmp_path)
-    _with(folder, addition)
+    folder = clean_with(tmp_path, addition)
     code, cert, result = certify_project(folder, monkeypatch)
     assert code == 1 and cert["certified"] is False, result.output
     assert token in tokens(cert), tokens(cert)
