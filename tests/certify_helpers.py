@@ -75,3 +75,12 @@ def invoke(folder: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> Result:
 def tokens(cert: dict[str, Any]) -> dict[str, str]:
     """quoted_token -> location of every residual."""
     return {r["finding"]["quoted_token"]: r["finding"]["location"] for r in cert["residuals"]}
+
+
+def clean_with(tmp_path: Path, addition: str) -> Path:
+    """A copy of `certify_clean` whose `handoff.md` ends with `addition` (after a blank
+    line): the one-sentence probes of what certify finds in prose."""
+    folder = copy_example("certify_clean", tmp_path)
+    handoff = folder / "handoff.md"
+    handoff.write_text(handoff.read_text(encoding="utf-8") + "\n" + addition, encoding="utf-8")
+    return folder

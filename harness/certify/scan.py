@@ -221,9 +221,8 @@ def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
     session_ids(shape, reach, scan)
     coined(shape, reach, scan)
     rendering(shape, scan)
-    claims_and_orders = lex.addressed_patterns + lex.order_patterns
-    addressed(shape, claims_and_orders, scan)
-    addressed_contract(contract, claims_and_orders, scan)
+    addressed(shape, lex.addressed_patterns, lex.order_patterns, scan)
+    addressed_contract(contract, lex.addressed_patterns + lex.order_patterns, scan)
     addressed_routes(lex.order_patterns, scan)
     find_decisions(shape, reach, scan)
     verify_commands(contract, reach, scan)
@@ -457,14 +456,17 @@ def _addressed_regex(patterns: tuple[str, ...]) -> list[re.Pattern[str]]:
     return [re.compile(p, re.IGNORECASE) for p in patterns]
 
 
-def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
-    """Text addressed to the certification rather than to the receiver (the lexicons'
-    `addressed_patterns`): a verdict the record announces, a claim that it is already
-    certified, an order to the refuter or to ignore the instructions around it. Every line
-    is read, fences and comments included, as `folded` reads it: an order hidden in a code
-    fence or split by a zero-width character is the same order to a model. The refuter
-    judging the text cannot be trusted to see through it (it may be steered by the very
-    text), so the lint finds it whatever the refuter answers."""
+def addressed(shape: Shape, claims: tuple[str, ...], orders: tuple[str, ...], scan: Scan) -> None:
+    """Text addressed to the certification rather than to the receiver: a verdict the
+    record announces, a claim that it is already certified (the lexicons'
+    `addressed_patterns`, `claims`), an order to the refuter or to ignore the instructions
+    around it (`order_patterns`, `orders`). Every line is read, fences and comments
+    included, as `folded` reads it: an order hidden in a code fence or split by a
+    zero-width character is the same order to a model. The refuter judging the text cannot
+    be trusted to see through it (it may be steered by the very text), so the lint finds it
+    whatever the refuter answers. One exception: a claim quoted inside a sentence of prose
+    is a mention (`_quoted_mention`)."""
+    patterns = claims + orders
     compiled = _addressed_regex(patterns)
     hits = 0
     for n, raw in enumerate(shape.lines, 1):
@@ -479,12 +481,15 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
                 taken.append((0, len(raw)))
                 hits += 1
                 scan.findings.append(_addressed_finding(raw.strip(), n, indent + 1))
-        for pattern in compiled:
+        for index, pattern in enumerate(compiled):
             for match in pattern.finditer(line):
                 if match.end() == match.start():
                     continue
                 start, end = where[match.start()], where[match.end() - 1] + 1
                 if any(not (end <= a or start >= b) for a, b in taken):
+                    continue
+                is_claim = index < len(claims)
+                if is_claim and not shape.fenced[n - 1] and _quoted_mention(raw, start, end):
                     continue
                 taken.append((start, end))
                 hits += 1
@@ -494,6 +499,30 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
         f"verdict, a certification claim, an order to the refuter) searched in every line; "
         f"{hits} found"
     )
+
+
+#: A quotation's marks: the opening one and the closing one it pairs with.
+_QUOTE_PAIRS = {'"': '"', "\u201c": "\u201d"}
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _quoted_mention(raw: str, start: int, end: int) -> bool:
+    """Whether the claim at `raw[start:end]` is the whole of a quotation (its closing mark
+    after at most a full stop or comma) inside a sentence: words outside the quotation on
+    the same line. That is how prose names a phrase instead of saying it: this
+    repository's README describing the rule ('an announced verdict, "already certified",
+    …') and an example ('a target carrying "Verdict: Pass"'). A quote alone on its line
+    (or after a `>`) says it; an order is never a mention (a quoted order steers a model
+    all the same); in a fence a quote is code's and stays a finding (an HTML comment
+    holding one is hidden text already). The cost:
+    a claim the record wraps in quotes mid-sentence ('the result is "Verdict: Pass" here')
+    is left to the refuter."""
+    if start == 0 or (closing := _QUOTE_PAIRS.get(raw[start - 1])) is None:
+        return False
+    after = end + 1 if raw[end : end + 1] in (".", ",", ";", ":", "!", "?") else end
+    if raw[after : after + 1] != closing:
+        return False
+    return bool(_LETTER.search(raw[: start - 1] + " " + raw[after + 1 :]))
 
 
 def _addressed_finding(token: str, n: int, col: int) -> LintFinding:
@@ -948,6 +977,12 @@ _HIDDEN_ELEMENT = re.compile(
 # to its Latin look-alikes, so "μs" and "α-helix" stay prose.
 _GREEK_LOOKALIKES = frozenset("αβγεικνοπρτυχωΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
 _WORD = re.compile(r"\w+")
+# Mathematical notation mixes a Latin and a Greek letter without disguising a word: a
+# differential (`dτ` in the specs' `∫₀ᵗ S(τ)dτ`) and a Greek variable with a subscript
+# (`ρ_k`, `λ_k`). Neither reads as an English word, and as hidden text (never deferred)
+# they made every spec with a formula uncertifiable (review9). A vowel's look-alike after
+# the `d` is left out: `dο` reads as "do".
+_GREEK_NOTATION = re.compile(r"d(?![αειουΑΕΙΟΥ])[\u0370-\u03ff]|[\u0370-\u03ff]+_[A-Za-z0-9]+")
 
 
 def _script(ch: str) -> str:
@@ -1063,7 +1098,8 @@ def hidden_text(shape: Shape) -> list[tuple[str, int, int, str, str]]:
                 if "LATIN" not in scripts:
                     continue
                 greek = any(c in _GREEK_LOOKALIKES for c in word.group())
-                if "CYRILLIC" in scripts or ("GREEK" in scripts and greek):
+                notation = _GREEK_NOTATION.fullmatch(word.group()) is not None
+                if "CYRILLIC" in scripts or ("GREEK" in scripts and greek and not notation):
                     out.append(
                         (
                             word.group(),

@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from graders.baseline import is_test_file
 from harness.grading.tree import (
@@ -42,6 +41,7 @@ from harness.grading.tree import (
     recipe_lines,
     recipe_scripts,
     relative_word,
+    script_lines,
     script_scripts,
 )
 
@@ -85,7 +85,11 @@ def js_untrusted(root: Path, task_files: set[str], command: str) -> str | None:
     scripts = check_scripts(command) | recipe_scripts(root)
     scripts |= script_scripts(root, scripts)
     entries = {s for s in scripts if s.endswith(JS_SUFFIXES)}
-    lines = [command, *recipe_lines(root), *_shell_lines(root, scripts)]
+    lines = [
+        command,
+        *recipe_lines(root),
+        *(line for line, _ in script_lines(root, scripts, most=_MAX_SOURCE)),
+    ]
     # A task's file any line names (`npx tsx check.ts`: no `check_scripts` suffix); the
     # agent's named so is a program the check runs, its output read.
     entries |= {
@@ -117,21 +121,6 @@ def js_untrusted(root: Path, task_files: set[str], command: str) -> str | None:
                 )
             todo.append(target)
     return None
-
-
-def _shell_lines(root: Path, scripts: Iterable[str]) -> list[str]:
-    lines: list[str] = []
-    for rel in sorted(scripts):
-        name = PurePosixPath(rel).name
-        if not (name.endswith((".sh", ".bash", ".zsh")) or "." not in name):
-            continue
-        try:
-            path = root / rel
-            if path.is_file() and path.stat().st_size <= _MAX_SOURCE:
-                lines += path.read_text(encoding="utf-8", errors="replace").splitlines()[:10_000]
-        except OSError:
-            continue
-    return lines
 
 
 def _loads(root: Path, rel: str) -> tuple[str | None, list[str]]:

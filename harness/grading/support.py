@@ -73,17 +73,7 @@ def _supports_tests(path: str, inode: int, size: int, mtime_ns: int) -> bool:
 def _supports(tree: ast.Module) -> bool:
     own, modules = _own_names(tree)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(
-            a.name.split(".")[0] in FRAMEWORKS for a in node.names
-        ):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in FRAMEWORKS:
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr.startswith("assert")
-        ):
+        if uses_test_framework(node):
             return True
         if isinstance(node, ast.Assert) and _foreign_call(node.test, own, modules):
             return True
@@ -94,6 +84,22 @@ def _supports(tree: ast.Module) -> bool:
         ):
             return True
     return False
+
+
+def uses_test_framework(node: ast.AST) -> bool:
+    """Is `node` an import of a test framework (`import unittest`, `from pytest import
+    raises`) or a call of an assertion method (`self.assertEqual(…)`,
+    `np.testing.assert_allclose(…)`)? Either is a test's support whatever the module is
+    named; `harness.grading.tree` asks the same of a module named as support."""
+    if isinstance(node, ast.Import):
+        return any(a.name.split(".")[0] in FRAMEWORKS for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] in FRAMEWORKS
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr.startswith("assert")
+    )
 
 
 def _own_names(tree: ast.Module) -> tuple[set[str], set[str]]:

@@ -96,7 +96,7 @@ from pydantic import BaseModel, ConfigDict
 
 from graders.baseline import is_test_file
 from harness.grading.names import by_identity, parsed_file, relative_name, scan
-from harness.grading.support import FRAMEWORKS, is_reference, supports_tests
+from harness.grading.support import is_reference, supports_tests, uses_test_framework
 from harness.workspace.confined import MAX_WALK_DEPTH
 
 #: Runner configuration files, by name, wherever they are.
@@ -787,20 +787,9 @@ def script_scripts(template: Path, scripts: Iterable[str]) -> set[str]:
     todo = set(scripts)
     for _ in range(3):
         new: set[str] = set()
-        for rel in sorted(todo):
-            name = PurePosixPath(rel).name
-            if not (name.endswith((".sh", ".bash", ".zsh")) or "." not in name):
-                continue
-            try:
-                path = template / rel
-                if not path.is_file() or path.stat().st_size > 1024 * 1024:
-                    continue
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            for line in text.splitlines()[:10_000]:
-                if line.strip() and not line.lstrip().startswith("#"):
-                    new |= check_scripts(line.strip())
+        for line, _folder in script_lines(template, todo):
+            if line.strip() and not line.lstrip().startswith("#"):
+                new |= check_scripts(line.strip())
         todo = new - found - set(scripts)
         found |= new
     return found
@@ -830,7 +819,7 @@ def sourced_files(template: Path, lines: Iterable[str], scripts: Iterable[str]) 
     `test:` recipe of `true` overriding the task's, and the check passed (attack7)."""
     found: set[str] = set()
     todo = [(line, ".") for line in [*lines, *recipe_lines(template)]]
-    todo += _script_lines(template, scripts)
+    todo += script_lines(template, scripts)
     for _ in range(3):
         new: set[str] = set()
         for line, here in todo:
@@ -844,7 +833,7 @@ def sourced_files(template: Path, lines: Iterable[str], scripts: Iterable[str]) 
                     rel = relative_word(posixpath.normpath(posixpath.join(base, word)))
                     if rel is not None:
                         new.add(rel)
-        todo = _script_lines(template, new - found, sourced=True)
+        todo = script_lines(template, new - found, sourced=True)
         found |= new
         if not todo:
             break
@@ -864,12 +853,13 @@ def sourced_files(template: Path, lines: Iterable[str], scripts: Iterable[str]) 
     return found
 
 
-def _script_lines(
-    template: Path, scripts: Iterable[str], sourced: bool = False
+def script_lines(
+    template: Path, scripts: Iterable[str], sourced: bool = False, most: int = 1024 * 1024
 ) -> list[tuple[str, str]]:
     """(line, the script's folder) of the template's shell scripts among `scripts` (a
     `.sh`, `.bash`, `.zsh` file or one without a suffix; any file when `sourced`: what a
-    shell reads in is shell code whatever its name), each read up to 1 MiB."""
+    shell reads in is shell code whatever its name), each read when of `most` bytes at
+    the most (1 MiB; `harness.grading.js_checks` reads its sources up to 2 MiB)."""
     found: list[tuple[str, str]] = []
     for rel in sorted(scripts):
         name = PurePosixPath(rel).name
@@ -877,7 +867,7 @@ def _script_lines(
             continue
         try:
             path = template / rel
-            if not path.is_file() or path.stat().st_size > 1024 * 1024:
+            if not path.is_file() or path.stat().st_size > most:
                 continue
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -902,9 +892,7 @@ def checking_scripts(
     `check…`/`verify…` were the task's, and a wrong `add` passed (attack7). A script that
     asserts nothing (the agent's program, `python slug.py`) stays the agent's."""
     shells = scripts | script_scripts(template, scripts)
-    every = [*lines, *recipe_lines(template)] + [
-        line for line, _ in _script_lines(template, shells)
-    ]
+    every = [*lines, *recipe_lines(template)] + [line for line, _ in script_lines(template, shells)]
     found: set[str] = set()
     for line in every:
         try:
@@ -1125,7 +1113,6 @@ _SUPPORT_NAMES = frozenset(
     {"helpers", "helper", "fixtures", "support", "checks", "checker", "checking", "verify",
      "verifier", "oracle", "assertions", "asserts", "expectations", "harness_utils"}
 )  # fmt: skip
-_FRAMEWORKS = FRAMEWORKS
 
 
 def _test_support(path: Path) -> bool:
@@ -1160,17 +1147,7 @@ def _asserts(path: str, inode: int, size: int, mtime_ns: int) -> bool:
             return True
         if isinstance(node, ast.Name) and node.id == "AssertionError":
             return True
-        if isinstance(node, ast.Import) and any(
-            a.name.split(".")[0] in _FRAMEWORKS for a in node.names
-        ):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _FRAMEWORKS:
-            return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr.startswith("assert")
-        ):
+        if uses_test_framework(node):
             return True
     return False
 
