@@ -136,6 +136,49 @@ class _Walk:
         return line
 
 
+#: Kernel file systems: what they hold is the reading process's own state (its environment,
+#: its memory maps), never a record, and a walk of one does not end (`/proc/self/task/…`).
+#: Their files stat as regular files, so the kind alone does not refuse them.
+_KERNEL_ROOTS = (Path("/proc"), Path("/sys"))
+
+
+def _on_kernel_fs(path: Path, info: os.stat_result) -> bool:
+    if any(path == root or root in path.parents for root in _KERNEL_ROOTS):
+        return True
+    # procfs or sysfs mounted elsewhere (`mount -t proc proc /mnt/p`) is the same device.
+    for root in _KERNEL_ROOTS:
+        try:
+            if os.stat(root).st_dev == info.st_dev:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def unusable_source(path: Path) -> str | None:
+    """Why `path` cannot be a granted source, or None when it can: a source is a regular
+    file or a folder (a link to one is the file or folder behind it). A device, a FIFO or
+    a socket handed to a receiver is no record (`/dev/zero` certified, the refuter's
+    reads hung), nor is a kernel file (`/proc/self/environ`: the certifier's own
+    environment). A path that does not exist is the caller's to say."""
+    try:
+        resolved = path.resolve(strict=True)
+        info = resolved.stat()
+    except (OSError, RuntimeError):
+        return None
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        return (
+            "a granted source must be a regular file or a folder, and this is a device, "
+            "a pipe or a socket"
+        )
+    if _on_kernel_fs(resolved, info):
+        return (
+            "a granted source must be a regular file or a folder, and this is a kernel "
+            f"file ({resolved}): the reading process's own state, not a record"
+        )
+    return None
+
+
 def source_identity(path: Path) -> str | None:
     """The identity (`sha256:<hex>`) of the file or folder at `path`; None when nothing
     is there."""
