@@ -24,8 +24,8 @@ import html
 import re
 import shlex
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +41,7 @@ from harness.certify.certificate import (
 )
 from harness.certify.contract import MINIMAL_VERB, Contract
 from harness.certify.lexicon import Lexicon
+from harness.certify.patterns import Searcher, compiled_patterns
 from harness.certify.reach import MAX_SOURCE_FILE_BYTES, Reach, Resolution, read_regular
 
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>()`\"'\]]+")
@@ -221,10 +222,12 @@ def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
     session_ids(shape, reach, scan)
     coined(shape, reach, scan)
     rendering(shape, scan)
-    claims_and_orders = lex.addressed_patterns + lex.order_patterns
+    claims_and_orders = compiled_patterns(
+        lex.addressed_patterns + lex.order_patterns, lex.user_patterns, re.IGNORECASE
+    )
     addressed(shape, claims_and_orders, scan)
     addressed_contract(contract, claims_and_orders, scan)
-    addressed_routes(lex.order_patterns, scan)
+    addressed_routes(compiled_patterns(lex.order_patterns, lex.user_patterns, re.IGNORECASE), scan)
     find_decisions(shape, reach, scan)
     verify_commands(contract, reach, scan)
     edge(contract, text, reach, scan)
@@ -450,14 +453,7 @@ def deictic(shape: Shape, phrases: tuple[str, ...], scan: Scan) -> None:
     )
 
 
-@cache
-def _addressed_regex(patterns: tuple[str, ...]) -> list[re.Pattern[str]]:
-    """The lexicons' patterns, compiled once per process (one by one: Python's engine runs
-    each faster alone than all in one alternation)."""
-    return [re.compile(p, re.IGNORECASE) for p in patterns]
-
-
-def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
+def addressed(shape: Shape, compiled: Sequence[Searcher], scan: Scan) -> None:
     """Text addressed to the certification rather than to the receiver (the lexicons'
     `addressed_patterns`): a verdict the record announces, a claim that it is already
     certified, an order to the refuter or to ignore the instructions around it. Every line
@@ -465,7 +461,6 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
     fence or split by a zero-width character is the same order to a model. The refuter
     judging the text cannot be trusted to see through it (it may be steered by the very
     text), so the lint finds it whatever the refuter answers."""
-    compiled = _addressed_regex(patterns)
     hits = 0
     for n, raw in enumerate(shape.lines, 1):
         line, where = folded(raw)
@@ -490,7 +485,7 @@ def addressed(shape: Shape, patterns: tuple[str, ...], scan: Scan) -> None:
                 hits += 1
                 scan.findings.append(_addressed_finding(raw[start:end], n, start + 1))
     scan.checked["emergent-addressed"] = (
-        f"{len(patterns)} patterns of text addressed to the certification (an announced "
+        f"{len(compiled)} patterns of text addressed to the certification (an announced "
         f"verdict, a certification claim, an order to the refuter) searched in every line; "
         f"{hits} found"
     )
@@ -514,7 +509,7 @@ def _addressed_finding(token: str, n: int, col: int) -> LintFinding:
     )
 
 
-def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
+def addressed_routes(compiled: Sequence[Searcher], scan: Scan) -> None:
     """The files the target routes its receiver to (each observed path locator that is a
     file), searched for orders (`order_patterns`: a verdict or a certification claim is
     ordinary content there, code that parses one, a page describing one): an order moved
@@ -522,7 +517,6 @@ def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
     file is outside what a certification may edit, so the finding sits on the route (the
     locator in the target): route elsewhere, or change the file and certify again; never
     deferred."""
-    compiled = _addressed_regex(patterns)
     hits: dict[Path, tuple[int, str] | None] = {}
     for loc in scan.locators:
         found = loc.resolution.found
@@ -563,7 +557,7 @@ _FORMAT_CHARS = re.compile(
 )
 
 
-def _first_addressed(path: Path, compiled: list[re.Pattern[str]]) -> tuple[int, str] | None:
+def _first_addressed(path: Path, compiled: Sequence[Searcher]) -> tuple[int, str] | None:
     """(line, quote) of the first text addressed to the certification in the file."""
     data = read_regular(path, MAX_SOURCE_FILE_BYTES)
     if data is None or b"\x00" in data[:8192]:
@@ -578,12 +572,11 @@ def _first_addressed(path: Path, compiled: list[re.Pattern[str]]) -> tuple[int, 
     return None
 
 
-def addressed_contract(contract: Contract, patterns: tuple[str, ...], scan: Scan) -> None:
+def addressed_contract(contract: Contract, compiled: Sequence[Searcher], scan: Scan) -> None:
     """The same search over the contract's free-text fields: they ride to the receiver in
     the reception procedure and to the refuter beside the target, so an order to the
     refuter or a certification claim there is the same order. Settled by the user
     re-declaring the field (Resolve), never by a Defer."""
-    compiled = _addressed_regex(patterns)
     shown = contract.shown()
     for name in ("role", "activity", "execution_scope", "stop_condition", "verification_commands"):
         raw = shown[name]
@@ -687,7 +680,7 @@ def session_ids(shape: Shape, reach: Reach, scan: Scan) -> None:
     numbered = (
         re.compile(rf"(?<!\w)(?:{words})\s*#?\s*(\d{{1,4}})\b", re.IGNORECASE) if words else None
     )
-    custom = [re.compile(p) for p in lex.session_id_patterns]
+    custom = compiled_patterns(lex.session_id_patterns, lex.user_patterns, 0)
     count = 0
     for n, line in enumerate(shape.prose, 1):
         original = shape.lines[n - 1]
