@@ -240,12 +240,40 @@ def _text(data: bytes) -> str | None:
         return None
 
 
-def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where: str) -> None:
+#: Rule 9's platform ladder, strongest first: a demand for one rung accepts it and those
+#: above it.
+LADDER = ("refuter-subagent", "generic-subagent", "lint-fallback")
+
+
+def realization_problem(cert: Certificate, demanded: str | None) -> str | None:
+    """Why `cert` does not meet the `[handoff] realization` demanded, or None."""
+    if demanded is None:
+        return None
+    got = cert.verdict.realization if cert.verdict is not None else None
+    if got is not None and LADDER.index(got) <= LADDER.index(demanded):
+        return None
+    return (
+        f"it was certified under {got or 'no verdict'}"
+        + (" (a lint's rigor: no refuter ran)" if got == "lint-fallback" else "")
+        + f", and [handoff] realization demands {demanded}: certify it again with a refuter "
+        "(ilh certify … --model URI)"
+    )
+
+
+def bind_handoff(
+    certificate: Path,
+    *,
+    objective: str,
+    file: Path | None,
+    where: str,
+    realization: str | None = None,
+) -> str:
     """`ilh run` dispatches a handoff only as certified: the task's objective (or the file
     `[handoff] file` names) must have exactly the certified bytes, and with a file the
-    objective must be that record. Raises `InputError`
-    (exit 2, no model called) with the reason otherwise, a certificate whose seal does not
-    verify here included."""
+    objective must be that record, and the certificate must have been issued under the
+    `realization` demanded (`realization_problem`). Raises `InputError` (exit 2, no model
+    called) with the reason otherwise, a certificate whose seal does not verify here
+    included. Returns the realization the handoff was certified under, for the run to say."""
     cert = load_authentic_certificate(certificate)
     if not cert.certified:
         raise InputError(
@@ -254,6 +282,9 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"handoff: {certificate.name} is not a certificate of "
             f"portability (not certified: {cert.reason})",
         )
+    demand = realization_problem(cert, realization)
+    if demand is not None:
+        raise InputError(where, "E303", f"handoff: {certificate.name}: {demand}")
     if file is not None:
         data = read_record(file, where, f"handoff: {file.name}", follow_links=True)
         what = f"the file {file.name}"
@@ -303,3 +334,4 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"handoff: the task's objective is not the certified file {file.name}: the "
             "objective is what is dispatched, so it must be the certified record itself",
         )
+    return cert.verdict.realization if cert.verdict is not None else "none"

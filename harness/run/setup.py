@@ -335,6 +335,8 @@ class Prepared:
     soul_path: Path | None
     soul: Soul | None
     policy: SandboxPolicy
+    #: What the run says of a `[handoff]` it dispatches (its certificate and realization).
+    handoff: str | None = None
 
 
 def prepare(
@@ -352,7 +354,7 @@ def prepare(
     (`store_path`: where the store is, or will be). `client`: one already built from the
     model URI (several tasks are set up before any runs, so a bad URI or a missing key
     stops them all at once); `grader_client` likewise for the grader model."""
-    check_handoff(task)
+    handoff = check_handoff(task)
     check_store_outside(task, store_path)
     soul_path = soul_of_task(task, store_path)
     soul = load_soul(soul_path) if soul_path is not None else None
@@ -367,7 +369,7 @@ def prepare(
     policy = sandbox_policy(task, sandbox, store_path)
     task.checks_folder()  # a missing or misplaced hidden checks folder: bad input, before any run
     task.workspace_template()  # likewise the template: nothing made for a task refused
-    return Prepared(uri, client, grader_client, soul_path, soul, policy)
+    return Prepared(uri, client, grader_client, soul_path, soul, policy, handoff)
 
 
 async def run_task(
@@ -453,6 +455,8 @@ async def run_task(
             if soul_path is None or soul is None
             else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
         )
+        if prepared.handoff is not None:
+            orchestrator.state.notes.append(prepared.handoff)
         return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
 
 
@@ -495,20 +499,26 @@ def soul_of_task(task: Task, store_path: Path) -> Path | None:
     return path
 
 
-def check_handoff(task: Task) -> None:
+def check_handoff(task: Task) -> str | None:
     """`[handoff]`: refuse (bad input, before any model call) a handoff whose objective or
-    file is not the record its certificate certifies."""
+    file is not the record its certificate certifies, or whose certificate was issued
+    under less rigor than `[handoff] realization` demands. Returns the note the run shows:
+    the realization the dispatched handoff was certified under (a lint-fallback label
+    claims a lint's rigor, never a refuter's, DIYLISIS Rule 9)."""
     section = task.spec.handoff
     if section is None:
-        return
-    bind_handoff(
+        return None
+    realization = bind_handoff(
         task.file_beside(section.certificate, ("handoff", "certificate"), "certificate"),
         objective=task.spec.task.objective,
         file=None
         if section.file is None
         else task.file_beside(section.file, ("handoff", "file"), "file"),
         where=str(task.source or task.folder),
+        realization=section.realization,
     )
+    rigor = " (a lint's rigor: no refuter ran)" if realization == "lint-fallback" else ""
+    return f"handoff: dispatched as certified by {section.certificate} under {realization}{rigor}"
 
 
 def sandbox_policy(
