@@ -32,6 +32,7 @@ class LexiconFile(BaseModel):
     edge_words: list[str] = Field(default_factory=list)
     ephemeral_roots: list[str] = Field(default_factory=list)
     system_paths: list[str] = Field(default_factory=list)
+    layout_roots: list[str] = Field(default_factory=list)
     ephemeral_hosts: list[str] = Field(default_factory=list)
     session_id_patterns: list[str] = Field(default_factory=list)
     addressed_patterns: list[str] = Field(default_factory=list)
@@ -63,6 +64,7 @@ class Lexicon(BaseModel):
     edge_words: frozenset[str]
     ephemeral_roots: tuple[str, ...]
     system_paths: frozenset[str]
+    layout_roots: frozenset[str] = frozenset()
     ephemeral_hosts: frozenset[str]
     session_id_patterns: tuple[str, ...]
     addressed_patterns: tuple[str, ...]
@@ -93,6 +95,7 @@ class Lexicon(BaseModel):
             edge_words=frozenset(w.lower() for w in union("edge_words")),
             ephemeral_roots=tuple(union("ephemeral_roots")),
             system_paths=frozenset(union("system_paths")),
+            layout_roots=frozenset(union("layout_roots")),
             ephemeral_hosts=frozenset(h.lower() for h in union("ephemeral_hosts")),
             session_id_patterns=tuple(union("session_id_patterns")),
             addressed_patterns=tuple(union("addressed_patterns")),

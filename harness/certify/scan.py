@@ -55,7 +55,8 @@ _EXT = (
 _PATH = re.compile(
     r"(?<![\w/.:@$~-])(?:(?<!<)|(?!/))"  # `</span>` is a closing tag, not the path `/span`
     r"(?:(?:~|\$\{?[A-Za-z_]+\}?|%[A-Z]+%|\.{1,2})?/+(?:[\w.@+-]+/+)*[\w.@+-]*[\w/]"  # rooted
-    r"|(?:[\w@+-][\w.@+-]*/+)+(?:[\w.@+-]*[\w])?/?"  # relative with a slash
+    # relative with a slash; its first folder may be a dot-folder (`.github/workflows/`)
+    r"|(?:\.?[\w@+-][\w.@+-]*/+)+(?:[\w.@+-]*[\w])?/?"
     r"|[\w-][\w.-]*\." + _EXT + r")"  # a bare file name
     r"(?![\w/])"
 )
@@ -273,6 +274,8 @@ def scan_locators(shape: Shape, reach: Reach, scan: Scan) -> None:
         for start, token, resolution in sorted(found):
             if resolution.missing and not_a_reference(shape, reach, n, start, token):
                 continue
+            if resolution.status == "failed" and in_layout(token, reach.lexicon):
+                continue
             count[resolution.status] += 1
             scan.locators.append(Locator(token, n, start + 1, resolution))
             if resolution.status == "failed":
@@ -324,6 +327,8 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
     * words joined by slashes (`pass/fail/unknown`): no extension, no trailing slash, and
       no first word naming a folder the reach holds (`src/core/engine` with a `src` is a
       pointer into it);
+    * a path in a folder tools make for themselves (the lexicons' `layout_roots`:
+      `.ilh/runs.db`, `.venv/`, `.git/`);
     * a bare file name glossing an emphasized term (`**Task file** (`task.toml`, …)`);
     * a pattern: the tail of a glob (`*_test.py`), or a placeholder, a part in capitals
       the record also uses on its own as a metavariable (`ilh run TASK` … `TASK.toml`,
@@ -335,6 +340,8 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
     A command the receiver runs, a bare name in a sentence ("read notes.md") and a folder
     with its trailing slash stay references."""
     lex = reach.lexicon
+    if in_layout(token, lex):
+        return True
     if _SLASH_WORDS.fullmatch(token):
         return reach.resolve_path(token.split("/", 1)[0]).missing
     line = shape.lines[n - 1]
@@ -351,6 +358,14 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
             body = line[a:b].strip("`")
             return bool(_ASSIGNMENT.match(body))
     return False
+
+
+def in_layout(token: str, lex: Lexicon) -> bool:
+    """Whether `token` lies in a folder tools make for themselves (`.ilh/runs.db`,
+    `.venv/bin/python`): the layout, named, not a file handed over. Missing from the reach,
+    or there as a link out of it (a virtual environment's `python`), it is vocabulary; in
+    the reach as a file it is observed like any other."""
+    return token.split("/", 1)[0] in lex.layout_roots
 
 
 _CAPITALS = re.compile(r"[A-Z][A-Z0-9_]+")
