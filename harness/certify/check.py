@@ -335,3 +335,29 @@ def bind_handoff(
             "objective is what is dispatched, so it must be the certified record itself",
         )
     return cert.verdict.realization if cert.verdict is not None else "none"
+
+
+def bind_workspace_copy(certificate: Path, template: Path, copy: Path, *, where: str) -> None:
+    """The agent's copy of a workspace template that is one of the certificate's granted
+    sources must have that source's certified identity: `bind_handoff` checked the
+    template when the task was prepared, and the copy is made later (in a batch, after
+    the tasks before it ran); a template edited in between was handed over under a
+    certificate that never saw it. Compared on the copy itself, so nothing done to the
+    template after the copy matters and nothing done before it escapes. `InputError`
+    (E303) otherwise."""
+    cert = load_authentic_certificate(certificate)
+    identities = cert.reception_procedure.source_identities or {}
+    wanted = template.resolve()
+    for ref in cert.reception_procedure.granted_sources:
+        if (certificate.parent / ref.locator).resolve() != wanted:
+            continue
+        certified = identities.get(ref.locator)
+        current = source_identity(copy)
+        if certified is None or current != certified:
+            raise InputError(
+                where,
+                "E303",
+                f"handoff: {certificate.name}: the granted source {ref.locator} changed after "
+                f"certification, before the run copied it (the copy is {current}, the "
+                f"certificate is for {certified}): nothing was dispatched; certify it again",
+            )

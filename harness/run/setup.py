@@ -13,7 +13,7 @@ from pathlib import Path
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import Budget, BudgetKind, State
 from envelopes.soul import Soul
-from harness.certify.check import bind_handoff
+from harness.certify.check import bind_handoff, bind_workspace_copy
 from harness.enforce.lifecycle import Lifecycle
 from harness.grading.tree import GradingSources, snapshot_folder
 from harness.inputs.errors import InputError
@@ -402,6 +402,10 @@ async def run_task(
             grader_client=grader_client,
             sandbox=sandbox,
         )
+    else:
+        # Prepared earlier (a batch prepares every task before the first runs): what the
+        # handoff binds may have changed since; checked again before the run is recorded.
+        check_handoff(task)
     uri, client, grader_client = prepared.uri, prepared.client, prepared.grader_client
     soul_path, soul, policy = prepared.soul_path, prepared.soul, prepared.policy
     lifecycle = lifecycle_of(task)
@@ -430,6 +434,7 @@ async def run_task(
         # millisecond on a journaled disk) and the template and checks copied, while the
         # other tasks of a batch go on.
         workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
+        await asyncio.to_thread(check_workspace_copy, task, workspace.root)
         # Not waited for: the orchestrator's first commit follows it (one writer, in order),
         # and a failure here fails that one too. A task that starts `created` has no history
         # yet: nothing to hand the writer (an empty write would still read and check the head).
@@ -519,6 +524,21 @@ def check_handoff(task: Task) -> str | None:
     )
     rigor = " (a lint's rigor: no refuter ran)" if realization == "lint-fallback" else ""
     return f"handoff: dispatched as certified by {section.certificate} under {realization}{rigor}"
+
+
+def check_workspace_copy(task: Task, copy: Path) -> None:
+    """`[handoff]`: the agent's workspace, as copied, is the certified template
+    (`harness.certify.check.bind_workspace_copy`), when the template is a granted source."""
+    section = task.spec.handoff
+    template = task.workspace_template()
+    if section is None or template is None:
+        return
+    bind_workspace_copy(
+        task.file_beside(section.certificate, ("handoff", "certificate"), "certificate"),
+        template,
+        copy,
+        where=str(task.source or task.folder),
+    )
 
 
 def sandbox_policy(
