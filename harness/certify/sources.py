@@ -23,6 +23,8 @@ import hashlib
 import os
 import secrets
 import stat
+from contextlib import suppress
+from functools import cache
 from pathlib import Path
 
 from harness.certify.certificate import sha256_digest
@@ -97,6 +99,8 @@ class _Walk:
                 return self._link(path, rel) + b"\n"
             if stat.S_ISDIR(mode):
                 return b"d " + _name(rel) + b"\n"
+            if stat.S_ISREG(mode) and info.st_dev in _kernel_devices():
+                return b"k " + _name(rel) + b"\n"  # /proc mounted inside the source: not read
             if stat.S_ISREG(mode):
                 executable = b"x" if mode & 0o111 else b"-"
                 return (
@@ -120,6 +124,11 @@ class _Walk:
 
     def _link(self, path: Path, rel: str) -> bytes:
         line = b"l " + _name(rel) + b" -> " + _name(os.readlink(path))
+        # A link into /proc or /sys is named, never read: `pagemap` is the whole address
+        # space of the process reading it, and a walk of /proc/self never ended.
+        kernel = _kernel_target(path)
+        if kernel:
+            return line + b" kernel"
         # What a link reads is part of the source: the file or folder it names may lie
         # outside the source and change there. A folder inside the source is walked as
         # part of it already (and a loop of links would never end): its name suffices.
@@ -146,13 +155,25 @@ def _on_kernel_fs(path: Path, info: os.stat_result) -> bool:
     if any(path == root or root in path.parents for root in _KERNEL_ROOTS):
         return True
     # procfs or sysfs mounted elsewhere (`mount -t proc proc /mnt/p`) is the same device.
+    return info.st_dev in _kernel_devices()
+
+
+@cache
+def _kernel_devices() -> frozenset[int]:
+    found = set()
     for root in _KERNEL_ROOTS:
-        try:
-            if os.stat(root).st_dev == info.st_dev:
-                return True
-        except OSError:
-            continue
-    return False
+        with suppress(OSError):
+            found.add(os.stat(root).st_dev)
+    return frozenset(found)
+
+
+def _kernel_target(path: Path) -> bool:
+    """Whether `path` (resolved) lies on a kernel file system."""
+    try:
+        resolved = path.resolve(strict=True)
+        return _on_kernel_fs(resolved, resolved.stat())
+    except (OSError, RuntimeError):
+        return False
 
 
 def unusable_source(path: Path) -> str | None:
@@ -193,6 +214,10 @@ def source_identity(path: Path) -> str | None:
         return sha256_digest(b"u . a loop of links")
     except OSError as err:
         return sha256_digest(b"u . " + (err.strerror or "unreadable").encode())
+    if _kernel_target(path):
+        # Never certified (`unusable_source`), so any identity fails the check: say what
+        # it is without reading it.
+        return sha256_digest(b"k . a kernel file system")
     walk = _Walk(path.resolve())
     if not stat.S_ISDIR(info.st_mode):
         return sha256_digest(walk.entry(path, "."))
