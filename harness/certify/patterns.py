@@ -20,9 +20,10 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Protocol
 
-import regex
-
 from harness.inputs.errors import InputError
+
+# `regex` is imported where a user's pattern is compiled: about 14 ms, which a
+# certification with the shipped lexicon alone never pays.
 
 #: The longest one search of a user's pattern may take (one line of the target, one file
 #: routed to): far above an ordinary pattern's microseconds, short enough that a
@@ -49,7 +50,11 @@ class UserPattern:
     def __init__(self, pattern: str, origin: str, flags: int) -> None:
         self.pattern = pattern
         self.origin = origin  # "FILE KEY": where the user wrote it
-        self._compiled = regex.compile(pattern, _regex_flags(flags) | regex.VERSION0)
+        import regex
+
+        self._compiled: regex.Pattern[str] = regex.compile(
+            pattern, _regex_flags(flags) | regex.VERSION0
+        )
 
     def _overran(self) -> InputError:
         path, _, key = self.origin.rpartition(" ")
@@ -75,11 +80,15 @@ class UserPattern:
 
 
 def _regex_flags(flags: int) -> int:
+    import regex
+
     return regex.IGNORECASE if flags & re.IGNORECASE else 0
 
 
 def check_user_pattern(pattern: str) -> str | None:
     """Why `regex` cannot compile `pattern` (which `re` compiled), or None."""
+    import regex
+
     try:
         regex.compile(pattern, regex.VERSION0)
     except regex.error as err:
