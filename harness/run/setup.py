@@ -405,7 +405,11 @@ async def run_task(
     else:
         # Prepared earlier (a batch prepares every task before the first runs): what the
         # handoff binds may have changed since; checked again before the run is recorded.
-        check_handoff(task)
+        try:
+            check_handoff(task)
+        except InputError:
+            await _close_all(prepared)
+            raise
     uri, client, grader_client = prepared.uri, prepared.client, prepared.grader_client
     soul_path, soul, policy = prepared.soul_path, prepared.soul, prepared.policy
     lifecycle = lifecycle_of(task)
@@ -434,7 +438,11 @@ async def run_task(
         # millisecond on a journaled disk) and the template and checks copied, while the
         # other tasks of a batch go on.
         workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
-        await asyncio.to_thread(check_workspace_copy, task, workspace.root)
+        try:
+            await asyncio.to_thread(check_workspace_copy, task, workspace.root)
+        except InputError:
+            await _close_all(prepared)
+            raise
         # Not waited for: the orchestrator's first commit follows it (one writer, in order),
         # and a failure here fails that one too. A task that starts `created` has no history
         # yet: nothing to hand the writer (an empty write would still read and check the head).
@@ -524,6 +532,13 @@ def check_handoff(task: Task) -> str | None:
     )
     rigor = " (a lint's rigor: no refuter ran)" if realization == "lint-fallback" else ""
     return f"handoff: dispatched as certified by {section.certificate} under {realization}{rigor}"
+
+
+async def _close_all(prepared: Prepared) -> None:
+    """The run's clients, when it is refused before `run_then_close` would close them."""
+    for client in (prepared.client, prepared.grader_client):
+        if client is not None:
+            await close_client(client)
 
 
 def check_workspace_copy(task: Task, copy: Path) -> None:
