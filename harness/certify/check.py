@@ -267,13 +267,14 @@ def bind_handoff(
     file: Path | None,
     where: str,
     realization: str | None = None,
-) -> str:
+) -> Certificate:
     """`ilh run` dispatches a handoff only as certified: the task's objective (or the file
     `[handoff] file` names) must have exactly the certified bytes, and with a file the
     objective must be that record, and the certificate must have been issued under the
     `realization` demanded (`realization_problem`). Raises `InputError` (exit 2, no model
     called) with the reason otherwise, a certificate whose seal does not verify here
-    included. Returns the realization the handoff was certified under, for the run to say."""
+    included. Returns the certificate as checked: what is compared later (the workspace's
+    copy) is compared with these bytes, never with the file read again."""
     cert = load_authentic_certificate(certificate)
     if not cert.certified:
         raise InputError(
@@ -334,18 +335,21 @@ def bind_handoff(
             f"handoff: the task's objective is not the certified file {file.name}: the "
             "objective is what is dispatched, so it must be the certified record itself",
         )
-    return cert.verdict.realization if cert.verdict is not None else "none"
+    return cert
 
 
-def bind_workspace_copy(certificate: Path, template: Path, copy: Path, *, where: str) -> None:
+def bind_workspace_copy(
+    cert: Certificate, certificate: Path, template: Path, copy: Path, *, where: str
+) -> None:
     """The agent's copy of a workspace template that is one of the certificate's granted
     sources must have that source's certified identity: `bind_handoff` checked the
     template when the task was prepared, and the copy is made later (in a batch, after
     the tasks before it ran); a template edited in between was handed over under a
     certificate that never saw it. Compared on the copy itself, so nothing done to the
     template after the copy matters and nothing done before it escapes. `InputError`
-    (E303) otherwise."""
-    cert = load_authentic_certificate(certificate)
+    (E303) otherwise. `cert`: the certificate `bind_handoff` checked (read once: a file
+    swapped between the two checks would otherwise bind the copy to another certificate),
+    `certificate` its path."""
     identities = cert.reception_procedure.source_identities or {}
     wanted = template.resolve()
     for ref in cert.reception_procedure.granted_sources:

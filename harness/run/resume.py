@@ -357,7 +357,7 @@ async def _resume_held(
         soul=soul,
     )
     if handoff is not None:
-        orchestrator.state.notes.append(handoff)
+        orchestrator.state.notes.append(handoff.note)
     return await run_then_close(orchestrator, resume=True, clients=(client, grader_client))
 
 

@@ -7,12 +7,13 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import Budget, BudgetKind, State
 from envelopes.soul import Soul
+from harness.certify.certificate import Certificate
 from harness.certify.check import bind_handoff, bind_workspace_copy
 from harness.enforce.lifecycle import Lifecycle
 from harness.grading.tree import GradingSources, snapshot_folder
@@ -335,8 +336,8 @@ class Prepared:
     soul_path: Path | None
     soul: Soul | None
     policy: SandboxPolicy
-    #: What the run says of a `[handoff]` it dispatches (its certificate and realization).
-    handoff: str | None = None
+    #: The `[handoff]` checked, when the task has one.
+    handoff: Handoff | None = None
 
 
 def prepare(
@@ -406,7 +407,7 @@ async def run_task(
         # Prepared earlier (a batch prepares every task before the first runs): what the
         # handoff binds may have changed since; checked again before the run is recorded.
         try:
-            check_handoff(task)
+            prepared = replace(prepared, handoff=check_handoff(task))
         except InputError:
             await _close_all(prepared)
             raise
@@ -439,7 +440,7 @@ async def run_task(
         # other tasks of a batch go on.
         workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
         try:
-            await asyncio.to_thread(check_workspace_copy, task, workspace.root)
+            await asyncio.to_thread(check_workspace_copy, task, prepared.handoff, workspace.root)
         except InputError:
             await _close_all(prepared)
             raise
@@ -469,7 +470,7 @@ async def run_task(
             else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
         )
         if prepared.handoff is not None:
-            orchestrator.state.notes.append(prepared.handoff)
+            orchestrator.state.notes.append(prepared.handoff.note)
         return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
 
 
@@ -512,7 +513,16 @@ def soul_of_task(task: Task, store_path: Path) -> Path | None:
     return path
 
 
-def check_handoff(task: Task) -> str | None:
+@dataclass(frozen=True)
+class Handoff:
+    """A `[handoff]` as checked: the note the run shows, and the certificate read once."""
+
+    note: str
+    certificate: Certificate
+    path: Path
+
+
+def check_handoff(task: Task) -> Handoff | None:
     """`[handoff]`: refuse (bad input, before any model call) a handoff whose objective or
     file is not the record its certificate certifies, or whose certificate was issued
     under less rigor than `[handoff] realization` demands. Returns the note the run shows:
@@ -521,8 +531,9 @@ def check_handoff(task: Task) -> str | None:
     section = task.spec.handoff
     if section is None:
         return None
-    realization = bind_handoff(
-        task.file_beside(section.certificate, ("handoff", "certificate"), "certificate"),
+    path = task.file_beside(section.certificate, ("handoff", "certificate"), "certificate")
+    cert = bind_handoff(
+        path,
         objective=task.spec.task.objective,
         file=None
         if section.file is None
@@ -530,8 +541,13 @@ def check_handoff(task: Task) -> str | None:
         where=str(task.source or task.folder),
         realization=section.realization,
     )
+    realization = cert.verdict.realization if cert.verdict is not None else "no verdict"
     rigor = " (a lint's rigor: no refuter ran)" if realization == "lint-fallback" else ""
-    return f"handoff: dispatched as certified by {section.certificate} under {realization}{rigor}"
+    return Handoff(
+        f"handoff: dispatched as certified by {section.certificate} under {realization}{rigor}",
+        cert,
+        path,
+    )
 
 
 async def _close_all(prepared: Prepared) -> None:
@@ -541,15 +557,15 @@ async def _close_all(prepared: Prepared) -> None:
             await close_client(client)
 
 
-def check_workspace_copy(task: Task, copy: Path) -> None:
+def check_workspace_copy(task: Task, handoff: Handoff | None, copy: Path) -> None:
     """`[handoff]`: the agent's workspace, as copied, is the certified template
     (`harness.certify.check.bind_workspace_copy`), when the template is a granted source."""
-    section = task.spec.handoff
     template = task.workspace_template()
-    if section is None or template is None:
+    if handoff is None or template is None:
         return
     bind_workspace_copy(
-        task.file_beside(section.certificate, ("handoff", "certificate"), "certificate"),
+        handoff.certificate,
+        handoff.path,
         template,
         copy,
         where=str(task.source or task.folder),
