@@ -127,8 +127,14 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     folder = cert_path.parent
     locator = cert.target.locator
     if target is None:
-        given = locator if locator.startswith("git:") else str(folder / locator)
-        base = folder
+        # The locator is relative to the certificate's folder; `given` already carries it,
+        # and is read from where the person is (joined to the folder again it read
+        # `out/out/../handoff.md` for `--check out/h.cert.json`). A git record is read
+        # in the repository around the certificate.
+        if locator.startswith("git:"):
+            given, base = locator, folder
+        else:
+            given, base = str(folder / locator), Path.cwd()
     else:
         # A TARGET typed on the command line is relative to where the person is, like
         # every path they type; the certificate's own locator is relative to it.
