@@ -29,8 +29,12 @@ from pathlib import Path
 
 from harness.certify.certificate import sha256_digest
 
-#: Folders never part of a source's identity: the version-control store and caches.
-IGNORED_FOLDERS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+#: Folders never part of a source's identity: the version-control store, caches, and the
+#: harness's own run store (`.ilh/runs.db`: a certification is a run, recorded after the
+#: identities are bound, so a source holding the store changed by its own certification).
+IGNORED_FOLDERS = frozenset(
+    {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".ilh"}
+)
 _CHUNK = 1 << 20
 
 
