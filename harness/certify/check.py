@@ -127,8 +127,14 @@ def check_certificate(cert_path: Path, target: str | None) -> CheckReport:
     folder = cert_path.parent
     locator = cert.target.locator
     if target is None:
-        given = locator if locator.startswith("git:") else str(folder / locator)
-        base = folder
+        # The locator is relative to the certificate's folder; `given` already carries it,
+        # and is read from where the person is (joined to the folder again it read
+        # `out/out/../handoff.md` for `--check out/h.cert.json`). A git record is read
+        # in the repository around the certificate.
+        if locator.startswith("git:"):
+            given, base = locator, folder
+        else:
+            given, base = str(folder / locator), Path.cwd()
     else:
         # A TARGET typed on the command line is relative to where the person is, like
         # every path they type; the certificate's own locator is relative to it.
@@ -240,12 +246,41 @@ def _text(data: bytes) -> str | None:
         return None
 
 
-def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where: str) -> None:
+#: Rule 9's platform ladder, strongest first: a demand for one rung accepts it and those
+#: above it.
+LADDER = ("refuter-subagent", "generic-subagent", "lint-fallback")
+
+
+def realization_problem(cert: Certificate, demanded: str | None) -> str | None:
+    """Why `cert` does not meet the `[handoff] realization` demanded, or None."""
+    if demanded is None:
+        return None
+    got = cert.verdict.realization if cert.verdict is not None else None
+    if got is not None and LADDER.index(got) <= LADDER.index(demanded):
+        return None
+    return (
+        f"it was certified under {got or 'no verdict'}"
+        + (" (a lint's rigor: no refuter ran)" if got == "lint-fallback" else "")
+        + f", and [handoff] realization demands {demanded}: certify it again with a refuter "
+        "(ilh certify … --model URI)"
+    )
+
+
+def bind_handoff(
+    certificate: Path,
+    *,
+    objective: str,
+    file: Path | None,
+    where: str,
+    realization: str | None = None,
+) -> Certificate:
     """`ilh run` dispatches a handoff only as certified: the task's objective (or the file
     `[handoff] file` names) must have exactly the certified bytes, and with a file the
-    objective must be that record. Raises `InputError`
-    (exit 2, no model called) with the reason otherwise, a certificate whose seal does not
-    verify here included."""
+    objective must be that record, and the certificate must have been issued under the
+    `realization` demanded (`realization_problem`). Raises `InputError` (exit 2, no model
+    called) with the reason otherwise, a certificate whose seal does not verify here
+    included. Returns the certificate as checked: what is compared later (the workspace's
+    copy) is compared with these bytes, never with the file read again."""
     cert = load_authentic_certificate(certificate)
     if not cert.certified:
         raise InputError(
@@ -254,6 +289,9 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"handoff: {certificate.name} is not a certificate of "
             f"portability (not certified: {cert.reason})",
         )
+    demand = realization_problem(cert, realization)
+    if demand is not None:
+        raise InputError(where, "E303", f"handoff: {certificate.name}: {demand}")
     if file is not None:
         data = read_record(file, where, f"handoff: {file.name}", follow_links=True)
         what = f"the file {file.name}"
@@ -303,3 +341,33 @@ def bind_handoff(certificate: Path, *, objective: str, file: Path | None, where:
             f"handoff: the task's objective is not the certified file {file.name}: the "
             "objective is what is dispatched, so it must be the certified record itself",
         )
+    return cert
+
+
+def bind_workspace_copy(
+    cert: Certificate, certificate: Path, template: Path, copy: Path, *, where: str
+) -> None:
+    """The agent's copy of a workspace template that is one of the certificate's granted
+    sources must have that source's certified identity: `bind_handoff` checked the
+    template when the task was prepared, and the copy is made later (in a batch, after
+    the tasks before it ran); a template edited in between was handed over under a
+    certificate that never saw it. Compared on the copy itself, so nothing done to the
+    template after the copy matters and nothing done before it escapes. `InputError`
+    (E303) otherwise. `cert`: the certificate `bind_handoff` checked (read once: a file
+    swapped between the two checks would otherwise bind the copy to another certificate),
+    `certificate` its path."""
+    identities = cert.reception_procedure.source_identities or {}
+    wanted = template.resolve()
+    for ref in cert.reception_procedure.granted_sources:
+        if (certificate.parent / ref.locator).resolve() != wanted:
+            continue
+        certified = identities.get(ref.locator)
+        current = source_identity(copy)
+        if certified is None or current != certified:
+            raise InputError(
+                where,
+                "E303",
+                f"handoff: {certificate.name}: the granted source {ref.locator} changed after "
+                f"certification, before the run copied it (the copy is {current}, the "
+                f"certificate is for {certified}): nothing was dispatched; certify it again",
+            )

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graders.refuter import ADVISORIES
+from harness.certify.sources import unusable_source
 from harness.inputs.errors import InputError, parse_json, read_utf8
 from harness.inputs.task_file import locate, parse_toml
 
@@ -238,8 +239,17 @@ def declare(flags: Flags, contract_path: Path | None, cwd: Path) -> tuple[str, C
     for given in contract.source_paths():
         if not given.exists():
             raise InputError(str(given), "E500", "a granted source (--source) does not exist")
+        refuse_unusable_source(given)
     marks = mark(contract, frozenset(from_file), flags.utterance)
     return target, replace(contract, provenance=marks)
+
+
+def refuse_unusable_source(path: Path) -> None:
+    """`InputError` (E303) when the existing `path` is no file or folder a receiver can be
+    given (`harness.certify.sources.unusable_source`)."""
+    why = unusable_source(path)
+    if why is not None:
+        raise InputError(str(path), "E303", why)
 
 
 def _relpath(path: Path, cwd: Path) -> str:

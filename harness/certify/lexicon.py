@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.certify.patterns import check_user_pattern
 from harness.inputs.errors import InputError, read_utf8
 from harness.inputs.task_file import parse_toml
 
@@ -31,6 +32,7 @@ class LexiconFile(BaseModel):
     edge_words: list[str] = Field(default_factory=list)
     ephemeral_roots: list[str] = Field(default_factory=list)
     system_paths: list[str] = Field(default_factory=list)
+    layout_roots: list[str] = Field(default_factory=list)
     ephemeral_hosts: list[str] = Field(default_factory=list)
     session_id_patterns: list[str] = Field(default_factory=list)
     addressed_patterns: list[str] = Field(default_factory=list)
@@ -62,11 +64,15 @@ class Lexicon(BaseModel):
     edge_words: frozenset[str]
     ephemeral_roots: tuple[str, ...]
     system_paths: frozenset[str]
+    layout_roots: frozenset[str] = frozenset()
     ephemeral_hosts: frozenset[str]
     session_id_patterns: tuple[str, ...]
     addressed_patterns: tuple[str, ...]
     order_patterns: tuple[str, ...]
     durable_hosts: frozenset[str]
+    #: (pattern, "FILE KEY") of each pattern only a `--lexicon` file brings: run with a
+    #: deadline (`harness.certify.patterns`), where the shipped ones run as they always did.
+    user_patterns: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def merge(cls, files: Iterable[LexiconFile]) -> Lexicon:
@@ -89,6 +95,7 @@ class Lexicon(BaseModel):
             edge_words=frozenset(w.lower() for w in union("edge_words")),
             ephemeral_roots=tuple(union("ephemeral_roots")),
             system_paths=frozenset(union("system_paths")),
+            layout_roots=frozenset(union("layout_roots")),
             ephemeral_hosts=frozenset(h.lower() for h in union("ephemeral_hosts")),
             session_id_patterns=tuple(union("session_id_patterns")),
             addressed_patterns=tuple(union("addressed_patterns")),
@@ -118,8 +125,26 @@ def shipped() -> tuple[LexiconFile, ...]:
     return tuple(found)
 
 
+_PATTERN_KEYS = ("session_id_patterns", "addressed_patterns", "order_patterns")
+
+
 def load_lexicon(extra: Iterable[Path] = ()) -> Lexicon:
     files = list(shipped())
+    own = {p for f in files for key in _PATTERN_KEYS for p in getattr(f, key)}
+    user: dict[str, str] = {}
     for path in extra:
-        files.append(parse_lexicon(read_utf8(path, "the lexicon"), path))
-    return Lexicon.merge(files)
+        added = parse_lexicon(read_utf8(path, "the lexicon"), path)
+        files.append(added)
+        for key in _PATTERN_KEYS:
+            for pattern in getattr(added, key):
+                if pattern in own or pattern in user:
+                    continue
+                why = check_user_pattern(pattern)
+                if why is not None:
+                    raise InputError(
+                        path,
+                        "E303",
+                        f"lexicon {key}: not a regular expression: {pattern!r} ({why})",
+                    )
+                user[pattern] = f"{path} {key}"
+    return Lexicon.merge(files).model_copy(update={"user_patterns": tuple(user.items())})

@@ -55,6 +55,7 @@ from harness.certify.contract import (
     Contract,
     PremiseAnswer,
     apply_contract_answers,
+    refuse_unusable_source,
 )
 from harness.certify.exposure import exposed_drops
 from harness.certify.gate import Gate, UserLeft
@@ -202,6 +203,7 @@ class Certifier:
         for source in contract.source_paths():
             if not source.exists():
                 raise InputError(str(source), "E500", "a corrected granted source does not exist")
+            refuse_unusable_source(source)
         state.contract = contract
 
     # -- the loop ------------------------------------------------------------------------

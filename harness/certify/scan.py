@@ -24,8 +24,8 @@ import html
 import re
 import shlex
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -41,6 +41,7 @@ from harness.certify.certificate import (
 )
 from harness.certify.contract import MINIMAL_VERB, Contract
 from harness.certify.lexicon import Lexicon
+from harness.certify.patterns import Searcher, compiled_patterns
 from harness.certify.reach import MAX_SOURCE_FILE_BYTES, Reach, Resolution, read_regular
 
 _URL = re.compile(r"\b(?:https?|ftp|file)://[^\s<>()`\"'\]]+")
@@ -54,7 +55,8 @@ _EXT = (
 _PATH = re.compile(
     r"(?<![\w/.:@$~-])(?:(?<!<)|(?!/))"  # `</span>` is a closing tag, not the path `/span`
     r"(?:(?:~|\$\{?[A-Za-z_]+\}?|%[A-Z]+%|\.{1,2})?/+(?:[\w.@+-]+/+)*[\w.@+-]*[\w/]"  # rooted
-    r"|(?:[\w@+-][\w.@+-]*/+)+(?:[\w.@+-]*[\w])?/?"  # relative with a slash
+    # relative with a slash; its first folder may be a dot-folder (`.github/workflows/`)
+    r"|(?:\.?[\w@+-][\w.@+-]*/+)+(?:[\w.@+-]*[\w])?/?"
     r"|[\w-][\w.-]*\." + _EXT + r")"  # a bare file name
     r"(?![\w/])"
 )
@@ -221,9 +223,11 @@ def scan_target(text: str, contract: Contract, reach: Reach) -> Scan:
     session_ids(shape, reach, scan)
     coined(shape, reach, scan)
     rendering(shape, scan)
-    addressed(shape, lex.addressed_patterns, lex.order_patterns, scan)
-    addressed_contract(contract, lex.addressed_patterns + lex.order_patterns, scan)
-    addressed_routes(lex.order_patterns, scan)
+    claims = compiled_patterns(lex.addressed_patterns, lex.user_patterns, re.IGNORECASE)
+    orders = compiled_patterns(lex.order_patterns, lex.user_patterns, re.IGNORECASE)
+    addressed(shape, claims, orders, scan)
+    addressed_contract(contract, (*claims, *orders), scan)
+    addressed_routes(orders, scan)
     find_decisions(shape, reach, scan)
     verify_commands(contract, reach, scan)
     edge(contract, text, reach, scan)
@@ -268,6 +272,8 @@ def scan_locators(shape: Shape, reach: Reach, scan: Scan) -> None:
                 found.append((start, token, resolve(token)))
         for start, token, resolution in sorted(found):
             if resolution.missing and not_a_reference(shape, reach, n, start, token):
+                continue
+            if resolution.status == "failed" and in_layout(token, reach.lexicon):
                 continue
             count[resolution.status] += 1
             scan.locators.append(Locator(token, n, start + 1, resolution))
@@ -320,6 +326,8 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
     * words joined by slashes (`pass/fail/unknown`): no extension, no trailing slash, and
       no first word naming a folder the reach holds (`src/core/engine` with a `src` is a
       pointer into it);
+    * a path in a folder tools make for themselves (the lexicons' `layout_roots`:
+      `.ilh/runs.db`, `.venv/`, `.git/`);
     * a bare file name glossing an emphasized term (`**Task file** (`task.toml`, …)`);
     * a pattern: the tail of a glob (`*_test.py`), or a placeholder, a part in capitals
       the record also uses on its own as a metavariable (`ilh run TASK` … `TASK.toml`,
@@ -331,6 +339,8 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
     A command the receiver runs, a bare name in a sentence ("read notes.md") and a folder
     with its trailing slash stay references."""
     lex = reach.lexicon
+    if in_layout(token, lex):
+        return True
     if _SLASH_WORDS.fullmatch(token):
         return reach.resolve_path(token.split("/", 1)[0]).missing
     line = shape.lines[n - 1]
@@ -347,6 +357,14 @@ def not_a_reference(shape: Shape, reach: Reach, n: int, start: int, token: str) 
             body = line[a:b].strip("`")
             return bool(_ASSIGNMENT.match(body))
     return False
+
+
+def in_layout(token: str, lex: Lexicon) -> bool:
+    """Whether `token` lies in a folder tools make for themselves (`.ilh/runs.db`,
+    `.venv/bin/python`): the layout, named, not a file handed over. Missing from the reach,
+    or there as a link out of it (a virtual environment's `python`), it is vocabulary; in
+    the reach as a file it is observed like any other."""
+    return token.split("/", 1)[0] in lex.layout_roots
 
 
 _CAPITALS = re.compile(r"[A-Z][A-Z0-9_]+")
@@ -449,14 +467,9 @@ def deictic(shape: Shape, phrases: tuple[str, ...], scan: Scan) -> None:
     )
 
 
-@cache
-def _addressed_regex(patterns: tuple[str, ...]) -> list[re.Pattern[str]]:
-    """The lexicons' patterns, compiled once per process (one by one: Python's engine runs
-    each faster alone than all in one alternation)."""
-    return [re.compile(p, re.IGNORECASE) for p in patterns]
-
-
-def addressed(shape: Shape, claims: tuple[str, ...], orders: tuple[str, ...], scan: Scan) -> None:
+def addressed(
+    shape: Shape, claims: Sequence[Searcher], orders: Sequence[Searcher], scan: Scan
+) -> None:
     """Text addressed to the certification rather than to the receiver: a verdict the
     record announces, a claim that it is already certified (the lexicons'
     `addressed_patterns`, `claims`), an order to the refuter or to ignore the instructions
@@ -466,8 +479,7 @@ def addressed(shape: Shape, claims: tuple[str, ...], orders: tuple[str, ...], sc
     be trusted to see through it (it may be steered by the very text), so the lint finds it
     whatever the refuter answers. One exception: a claim quoted inside a sentence of prose
     is a mention (`_quoted_mention`)."""
-    patterns = claims + orders
-    compiled = _addressed_regex(patterns)
+    compiled = (*claims, *orders)
     hits = 0
     for n, raw in enumerate(shape.lines, 1):
         line, where = folded(raw)
@@ -495,7 +507,7 @@ def addressed(shape: Shape, claims: tuple[str, ...], orders: tuple[str, ...], sc
                 hits += 1
                 scan.findings.append(_addressed_finding(raw[start:end], n, start + 1))
     scan.checked["emergent-addressed"] = (
-        f"{len(patterns)} patterns of text addressed to the certification (an announced "
+        f"{len(compiled)} patterns of text addressed to the certification (an announced "
         f"verdict, a certification claim, an order to the refuter) searched in every line; "
         f"{hits} found"
     )
@@ -543,7 +555,7 @@ def _addressed_finding(token: str, n: int, col: int) -> LintFinding:
     )
 
 
-def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
+def addressed_routes(compiled: Sequence[Searcher], scan: Scan) -> None:
     """The files the target routes its receiver to (each observed path locator that is a
     file), searched for orders (`order_patterns`: a verdict or a certification claim is
     ordinary content there, code that parses one, a page describing one): an order moved
@@ -551,7 +563,6 @@ def addressed_routes(patterns: tuple[str, ...], scan: Scan) -> None:
     file is outside what a certification may edit, so the finding sits on the route (the
     locator in the target): route elsewhere, or change the file and certify again; never
     deferred."""
-    compiled = _addressed_regex(patterns)
     hits: dict[Path, tuple[int, str] | None] = {}
     for loc in scan.locators:
         found = loc.resolution.found
@@ -592,7 +603,7 @@ _FORMAT_CHARS = re.compile(
 )
 
 
-def _first_addressed(path: Path, compiled: list[re.Pattern[str]]) -> tuple[int, str] | None:
+def _first_addressed(path: Path, compiled: Sequence[Searcher]) -> tuple[int, str] | None:
     """(line, quote) of the first text addressed to the certification in the file."""
     data = read_regular(path, MAX_SOURCE_FILE_BYTES)
     if data is None or b"\x00" in data[:8192]:
@@ -607,12 +618,11 @@ def _first_addressed(path: Path, compiled: list[re.Pattern[str]]) -> tuple[int, 
     return None
 
 
-def addressed_contract(contract: Contract, patterns: tuple[str, ...], scan: Scan) -> None:
+def addressed_contract(contract: Contract, compiled: Sequence[Searcher], scan: Scan) -> None:
     """The same search over the contract's free-text fields: they ride to the receiver in
     the reception procedure and to the refuter beside the target, so an order to the
     refuter or a certification claim there is the same order. Settled by the user
     re-declaring the field (Resolve), never by a Defer."""
-    compiled = _addressed_regex(patterns)
     shown = contract.shown()
     for name in ("role", "activity", "execution_scope", "stop_condition", "verification_commands"):
         raw = shown[name]
@@ -716,7 +726,7 @@ def session_ids(shape: Shape, reach: Reach, scan: Scan) -> None:
     numbered = (
         re.compile(rf"(?<!\w)(?:{words})\s*#?\s*(\d{{1,4}})\b", re.IGNORECASE) if words else None
     )
-    custom = [re.compile(p) for p in lex.session_id_patterns]
+    custom = compiled_patterns(lex.session_id_patterns, lex.user_patterns, 0)
     count = 0
     for n, line in enumerate(shape.prose, 1):
         original = shape.lines[n - 1]

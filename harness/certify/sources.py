@@ -23,12 +23,18 @@ import hashlib
 import os
 import secrets
 import stat
+from contextlib import suppress
+from functools import cache
 from pathlib import Path
 
 from harness.certify.certificate import sha256_digest
 
-#: Folders never part of a source's identity: the version-control store and caches.
-IGNORED_FOLDERS = frozenset({".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+#: Folders never part of a source's identity: the version-control store, caches, and the
+#: harness's own run store (`.ilh/runs.db`: a certification is a run, recorded after the
+#: identities are bound, so a source holding the store changed by its own certification).
+IGNORED_FOLDERS = frozenset(
+    {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".ilh"}
+)
 _CHUNK = 1 << 20
 
 
@@ -97,6 +103,8 @@ class _Walk:
                 return self._link(path, rel) + b"\n"
             if stat.S_ISDIR(mode):
                 return b"d " + _name(rel) + b"\n"
+            if stat.S_ISREG(mode) and info.st_dev in _kernel_devices():
+                return b"k " + _name(rel) + b"\n"  # /proc mounted inside the source: not read
             if stat.S_ISREG(mode):
                 executable = b"x" if mode & 0o111 else b"-"
                 return (
@@ -120,6 +128,11 @@ class _Walk:
 
     def _link(self, path: Path, rel: str) -> bytes:
         line = b"l " + _name(rel) + b" -> " + _name(os.readlink(path))
+        # A link into /proc or /sys is named, never read: `pagemap` is the whole address
+        # space of the process reading it, and a walk of /proc/self never ended.
+        kernel = _kernel_target(path)
+        if kernel:
+            return line + b" kernel"
         # What a link reads is part of the source: the file or folder it names may lie
         # outside the source and change there. A folder inside the source is walked as
         # part of it already (and a loop of links would never end): its name suffices.
@@ -136,6 +149,61 @@ class _Walk:
         return line
 
 
+#: Kernel file systems: what they hold is the reading process's own state (its environment,
+#: its memory maps), never a record, and a walk of one does not end (`/proc/self/task/…`).
+#: Their files stat as regular files, so the kind alone does not refuse them.
+_KERNEL_ROOTS = (Path("/proc"), Path("/sys"))
+
+
+def _on_kernel_fs(path: Path, info: os.stat_result) -> bool:
+    if any(path == root or root in path.parents for root in _KERNEL_ROOTS):
+        return True
+    # procfs or sysfs mounted elsewhere (`mount -t proc proc /mnt/p`) is the same device.
+    return info.st_dev in _kernel_devices()
+
+
+@cache
+def _kernel_devices() -> frozenset[int]:
+    found = set()
+    for root in _KERNEL_ROOTS:
+        with suppress(OSError):
+            found.add(os.stat(root).st_dev)
+    return frozenset(found)
+
+
+def _kernel_target(path: Path) -> bool:
+    """Whether `path` (resolved) lies on a kernel file system."""
+    try:
+        resolved = path.resolve(strict=True)
+        return _on_kernel_fs(resolved, resolved.stat())
+    except (OSError, RuntimeError):
+        return False
+
+
+def unusable_source(path: Path) -> str | None:
+    """Why `path` cannot be a granted source, or None when it can: a source is a regular
+    file or a folder (a link to one is the file or folder behind it). A device, a FIFO or
+    a socket handed to a receiver is no record (`/dev/zero` certified, the refuter's
+    reads hung), nor is a kernel file (`/proc/self/environ`: the certifier's own
+    environment). A path that does not exist is the caller's to say."""
+    try:
+        resolved = path.resolve(strict=True)
+        info = resolved.stat()
+    except (OSError, RuntimeError):
+        return None
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        return (
+            "a granted source must be a regular file or a folder, and this is a device, "
+            "a pipe or a socket"
+        )
+    if _on_kernel_fs(resolved, info):
+        return (
+            "a granted source must be a regular file or a folder, and this is a kernel "
+            f"file ({resolved}): the reading process's own state, not a record"
+        )
+    return None
+
+
 def source_identity(path: Path) -> str | None:
     """The identity (`sha256:<hex>`) of the file or folder at `path`; None when nothing
     is there."""
@@ -150,6 +218,10 @@ def source_identity(path: Path) -> str | None:
         return sha256_digest(b"u . a loop of links")
     except OSError as err:
         return sha256_digest(b"u . " + (err.strerror or "unreadable").encode())
+    if _kernel_target(path):
+        # Never certified (`unusable_source`), so any identity fails the check: say what
+        # it is without reading it.
+        return sha256_digest(b"k . a kernel file system")
     walk = _Walk(path.resolve())
     if not stat.S_ISDIR(info.st_mode):
         return sha256_digest(walk.entry(path, "."))

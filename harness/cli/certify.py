@@ -29,6 +29,7 @@ from harness.certify.lexicon import load_lexicon
 from harness.certify.loop import Certifier, Request
 from harness.certify.refuter import RefuterBudget
 from harness.certify.render import MARKDOWN_STARTS, render_markdown
+from harness.certify.sources import IGNORED_FOLDERS
 from harness.certify.target import read_target
 from harness.cli.consoles import message_console
 from harness.cli.errors import (
@@ -280,6 +281,16 @@ def certify(
             )
         if record_path is not None:
             refuse_recording_over(record_path, keep)
+        refuse_writing_into_sources(
+            contract.source_paths(),
+            [
+                (store_path or DEFAULT_STORE_PATH, "--store"),
+                (markdown_path, "--markdown"),
+                (None if contract.certificate is None else cwd / contract.certificate,
+                 "--certificate"),
+                (record_path, "--record"),
+            ],
+        )  # fmt: skip
         answers = load_answers(answers_path) if answers_path is not None else NO_ANSWERS
         lexicon = load_lexicon(lexicons)
         seconds = refuter_time
@@ -348,6 +359,33 @@ def refuse_one_file_for_two_outputs(outputs: list[tuple[Path | None, str]]) -> N
                     f"{other_flag} and {flag} name the same file ({path}): each output "
                     "needs a file of its own",
                 )
+
+
+def refuse_writing_into_sources(
+    sources: list[Path], outputs: list[tuple[Path | None, str]]
+) -> None:
+    """An output written inside a granted source folder changes the source after its
+    identity is bound: the certificate issued failed its own `--check` at once ("the
+    granted source changed after certification"). Inside a folder no identity covers
+    (`.ilh`, the harness's store: the default `.ilh/runs.db`; `.git`) it does no harm."""
+    folders = [Path(os.path.abspath(s)).resolve() for s in sources if s.is_dir()]
+    for path, flag in outputs:
+        if path is None:
+            continue
+        where = Path(os.path.abspath(path))
+        where = where.parent.resolve() / where.name
+        for folder in folders:
+            if folder not in where.parents:
+                continue
+            if IGNORED_FOLDERS.intersection(where.relative_to(folder).parts[:-1]):
+                continue
+            raise BadInput(
+                flag,
+                "E303",
+                f"{path} is inside the granted source {folder}: writing it would change the "
+                "source after its identity is bound, and the certificate would fail its own "
+                "check; write it outside the granted sources",
+            )
 
 
 async def _certify(request: Request, client: ModelClient | None) -> Certificate:

@@ -385,6 +385,16 @@ class HandoffSection(Strict):
 
     certificate: str = Field(min_length=1)
     file: str | None = Field(default=None, min_length=1)
+    # The rigor the dispatch demands (DIYLISIS Rule 9, the Certified tier: a label claims
+    # exactly its realization's rigor). Named as the certificate names it (`verdict.
+    # realization`), so the demand and the certificate read alike; it is the weakest rung
+    # of the ladder accepted: "refuter-subagent" refuses a generic subagent's and a
+    # lint-fallback's certificate, "generic-subagent" a lint-fallback's. Absent: any.
+    realization: Literal["refuter-subagent", "generic-subagent", "lint-fallback"] | None = Field(
+        default=None,
+        description="the weakest F5 realization the handoff's certificate may have been "
+        "issued under (refuter-subagent > generic-subagent > lint-fallback); absent: any",
+    )
 
 
 class TaskFile(Strict):

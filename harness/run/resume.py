@@ -277,7 +277,7 @@ async def _resume_held(
     inputs = started.get("inputs")
     rebuilt = rebuilt_task(run_ref, inputs if isinstance(inputs, dict) else {})
     task = rebuilt.task
-    check_handoff(task)
+    handoff = check_handoff(task)
     entries = [
         StatusEntry.model_validate(e.payload) for e in events if e.kind is EventKind.STATE_CHANGE
     ]
@@ -356,6 +356,8 @@ async def _resume_held(
         grading=grading_sources(store, run_id, task),
         soul=soul,
     )
+    if handoff is not None:
+        orchestrator.state.notes.append(handoff.note)
     return await run_then_close(orchestrator, resume=True, clients=(client, grader_client))
 
 

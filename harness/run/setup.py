@@ -7,13 +7,14 @@ import asyncio
 import contextlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from budgets.ledger import BudgetLedger
 from envelopes.declarations import Budget, BudgetKind, State
 from envelopes.soul import Soul
-from harness.certify.check import bind_handoff
+from harness.certify.certificate import Certificate
+from harness.certify.check import bind_handoff, bind_workspace_copy
 from harness.enforce.lifecycle import Lifecycle
 from harness.grading.tree import GradingSources, snapshot_folder
 from harness.inputs.errors import InputError
@@ -335,6 +336,8 @@ class Prepared:
     soul_path: Path | None
     soul: Soul | None
     policy: SandboxPolicy
+    #: The `[handoff]` checked, when the task has one.
+    handoff: Handoff | None = None
 
 
 def prepare(
@@ -352,7 +355,7 @@ def prepare(
     (`store_path`: where the store is, or will be). `client`: one already built from the
     model URI (several tasks are set up before any runs, so a bad URI or a missing key
     stops them all at once); `grader_client` likewise for the grader model."""
-    check_handoff(task)
+    handoff = check_handoff(task)
     check_store_outside(task, store_path)
     soul_path = soul_of_task(task, store_path)
     soul = load_soul(soul_path) if soul_path is not None else None
@@ -367,7 +370,7 @@ def prepare(
     policy = sandbox_policy(task, sandbox, store_path)
     task.checks_folder()  # a missing or misplaced hidden checks folder: bad input, before any run
     task.workspace_template()  # likewise the template: nothing made for a task refused
-    return Prepared(uri, client, grader_client, soul_path, soul, policy)
+    return Prepared(uri, client, grader_client, soul_path, soul, policy, handoff)
 
 
 async def run_task(
@@ -400,6 +403,14 @@ async def run_task(
             grader_client=grader_client,
             sandbox=sandbox,
         )
+    else:
+        # Prepared earlier (a batch prepares every task before the first runs): what the
+        # handoff binds may have changed since; checked again before the run is recorded.
+        try:
+            prepared = replace(prepared, handoff=check_handoff(task))
+        except InputError:
+            await _close_all(prepared)
+            raise
     uri, client, grader_client = prepared.uri, prepared.client, prepared.grader_client
     soul_path, soul, policy = prepared.soul_path, prepared.soul, prepared.policy
     lifecycle = lifecycle_of(task)
@@ -428,6 +439,11 @@ async def run_task(
         # millisecond on a journaled disk) and the template and checks copied, while the
         # other tasks of a batch go on.
         workspace, grading = await asyncio.to_thread(_run_folders, store, run_id, task)
+        try:
+            await asyncio.to_thread(check_workspace_copy, task, prepared.handoff, workspace.root)
+        except InputError:
+            await _close_all(prepared)
+            raise
         # Not waited for: the orchestrator's first commit follows it (one writer, in order),
         # and a failure here fails that one too. A task that starts `created` has no history
         # yet: nothing to hand the writer (an empty write would still read and check the head).
@@ -453,6 +469,8 @@ async def run_task(
             if soul_path is None or soul is None
             else SoulSession(soul_path, soul, run_id, readonly=soul_readonly),
         )
+        if prepared.handoff is not None:
+            orchestrator.state.notes.append(prepared.handoff.note)
         return await run_then_close(orchestrator, resume=resume, clients=(client, grader_client))
 
 
@@ -495,18 +513,61 @@ def soul_of_task(task: Task, store_path: Path) -> Path | None:
     return path
 
 
-def check_handoff(task: Task) -> None:
+@dataclass(frozen=True)
+class Handoff:
+    """A `[handoff]` as checked: the note the run shows, and the certificate read once."""
+
+    note: str
+    certificate: Certificate
+    path: Path
+
+
+def check_handoff(task: Task) -> Handoff | None:
     """`[handoff]`: refuse (bad input, before any model call) a handoff whose objective or
-    file is not the record its certificate certifies."""
+    file is not the record its certificate certifies, or whose certificate was issued
+    under less rigor than `[handoff] realization` demands. Returns the note the run shows:
+    the realization the dispatched handoff was certified under (a lint-fallback label
+    claims a lint's rigor, never a refuter's, DIYLISIS Rule 9)."""
     section = task.spec.handoff
     if section is None:
-        return
-    bind_handoff(
-        task.file_beside(section.certificate, ("handoff", "certificate"), "certificate"),
+        return None
+    path = task.file_beside(section.certificate, ("handoff", "certificate"), "certificate")
+    cert = bind_handoff(
+        path,
         objective=task.spec.task.objective,
         file=None
         if section.file is None
         else task.file_beside(section.file, ("handoff", "file"), "file"),
+        where=str(task.source or task.folder),
+        realization=section.realization,
+    )
+    realization = cert.verdict.realization if cert.verdict is not None else "no verdict"
+    rigor = " (a lint's rigor: no refuter ran)" if realization == "lint-fallback" else ""
+    return Handoff(
+        f"handoff: dispatched as certified by {section.certificate} under {realization}{rigor}",
+        cert,
+        path,
+    )
+
+
+async def _close_all(prepared: Prepared) -> None:
+    """The run's clients, when it is refused before `run_then_close` would close them."""
+    for client in (prepared.client, prepared.grader_client):
+        if client is not None:
+            await close_client(client)
+
+
+def check_workspace_copy(task: Task, handoff: Handoff | None, copy: Path) -> None:
+    """`[handoff]`: the agent's workspace, as copied, is the certified template
+    (`harness.certify.check.bind_workspace_copy`), when the template is a granted source."""
+    template = task.workspace_template()
+    if handoff is None or template is None:
+        return
+    bind_workspace_copy(
+        handoff.certificate,
+        handoff.path,
+        template,
+        copy,
         where=str(task.source or task.folder),
     )
 
