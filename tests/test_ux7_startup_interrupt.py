@@ -43,8 +43,11 @@ def started(signame: str, ignore_sigint: bool = False) -> subprocess.CompletedPr
         [sys.executable, "-c", PROGRAM.format(signal=signame)],
         cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-        if ignore_sigint else None,
+        # Each case sets SIGINT as it needs it: a test run started in the background
+        # (CI, `pytest &`) hands down an ignored SIGINT, which the entry rightly keeps.
+        preexec_fn=lambda: signal.signal(
+            signal.SIGINT, signal.SIG_IGN if ignore_sigint else signal.SIG_DFL
+        ),
     )  # fmt: skip
 
 

@@ -103,6 +103,9 @@ def test_the_resume_command_an_interruption_names_can_be_pasted(tmp_path: Path) 
         [sys.executable, "-m", "harness", "run", "ex/task.toml", "--store", "my runs[1]/r.db"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        # As a terminal's Ctrl-C finds it: a test run started in the background (CI,
+        # `pytest &`) would hand its ignored SIGINT down, and the run would go on.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
