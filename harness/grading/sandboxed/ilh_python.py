@@ -40,6 +40,10 @@ from typing import Any
 #: Options of `python` that take no value, and those that take one (`-W error`).
 _FLAGS = frozenset("bBdEhiIOPqRsSuvVx")
 _VALUED = frozenset("WX")
+#: Long options that take a value (`--check-hash-based-pycs never check.py` ran the check
+#: with the real interpreter: attack9). Other long options run no code (`--version`) or
+#: are refused by the interpreter itself.
+_LONG_VALUED = frozenset({"--check-hash-based-pycs"})
 #: Longest script read to be checked (a task's check script is small).
 _MAX_SCRIPT = 4 * 1024 * 1024
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -65,8 +69,11 @@ def _operands(args: list[str]) -> list[str] | None:
     rest = list(args)
     while rest and rest[0].startswith("-") and rest[0] not in ("-", "--"):
         word, rest = rest[0], rest[1:]
+        if word.split("=", 1)[0] in _LONG_VALUED:
+            rest = rest[1:] if "=" not in word else rest
+            continue
         if word.startswith("--"):
-            return None  # a long option (`--check-hash-based-pycs`): not modeled
+            return None  # `--version`, `--help`: no code runs
         letters = word[1:]
         for at, letter in enumerate(letters):
             tail = letters[at + 1 :]
@@ -83,6 +90,48 @@ def _operands(args: list[str]) -> list[str] | None:
     if rest[:1] == ["--"]:
         rest = rest[1:]
     return rest
+
+
+def _options(args: list[str]) -> str:
+    """The option letters of `args` before its operands (`-u -W error -i x.py` gives
+    "uWi"; a `-W`/`-X` value is not read as letters)."""
+    letters, rest = "", list(args)
+    while rest and rest[0].startswith("-") and rest[0] not in ("-", "--"):
+        word, rest = rest[0], rest[1:]
+        if word.startswith("--"):
+            if word in _LONG_VALUED:
+                rest = rest[1:]
+            continue
+        for at, letter in enumerate(word[1:]):
+            letters += letter
+            if letter in "cm":
+                return letters
+            if letter in _VALUED:
+                if at + 2 == len(word):
+                    rest = rest[1:]
+                break
+    return letters
+
+
+def _interactive(args: list[str]) -> bool:
+    """`python -i …`: the code, then a prompt. Not a check's run (`route`), and not left
+    to the real interpreter either: there the agent's module a check imports ended the
+    process with 0 at import (`python -i check.py` passed; attack9)."""
+    return "i" in _options(args)
+
+
+def _stdin_program(args: list[str]) -> list[str] | None:
+    """The arguments after `-` when the program comes on stdin (`python - < check.py`,
+    `cat check.py | python3`, a heredoc in a restored `check.sh`), else None. That
+    program is the check's own code, as a `-c` text is; left to the real interpreter it
+    ran the agent's module in that process, which chose the exit status (attack9).
+    `python -V`, `python -h` run no code."""
+    rest = _operands([a for a in args if a != "-i"])
+    if rest is None or (rest and rest[0] != "-"):
+        return None
+    if set(_options(args)) & set("hV"):
+        return None
+    return rest[1:]
 
 
 def _digest(data: bytes) -> str:
@@ -150,12 +199,33 @@ def _changed(root: str, trusted: list[str], scripts: dict[str, str]) -> list[str
     return changed
 
 
+def _read_stdin() -> str:
+    """The program on stdin, as a `-c` text; exit 1 when it cannot be one."""
+    program = sys.stdin.buffer.read(_MAX_SCRIPT + 1)
+    if len(program) > _MAX_SCRIPT:
+        print("ilh: the program on stdin is too long to be a check; not run", file=sys.stderr)
+        os._exit(1)
+    try:
+        return program.decode("utf-8")
+    except UnicodeDecodeError:
+        print("ilh: the program on stdin is not UTF-8; not run", file=sys.stderr)
+        os._exit(1)
+
+
 def main(argv: list[str]) -> None:
     config_dir, args = argv[0], argv[1:]
     with open(os.path.join(config_dir, "python.json"), encoding="utf-8") as handle:
         config = json.load(handle)
     real = str(config["python"])
     routed = route(args, config)
+    if routed is None and _interactive(args):
+        print(
+            "ilh: python -i is not run in a check (its code would decide its exit)", file=sys.stderr
+        )
+        os._exit(1)
+    after_dash = _stdin_program(args) if routed is None else None
+    if after_dash is not None and sys.stdin is not None and not sys.stdin.isatty():
+        routed = "script", ["-c", _read_stdin(), *after_dash], None
     if routed is None:
         os.execv(real, [real, *args])
     kind, rest, verified = routed
