@@ -19,6 +19,14 @@ passed (attack7). So the harness puts a folder first on the check's PATH whose `
   interpreter, with the arguments and environment unchanged: the agent's program, its
   exit status its own, as before.
 
+* the program on stdin (`python - < check.py`, `cat check.py | python3`, a heredoc): run
+  as a `-c` text is; `python -i` is refused (exit 1).
+
+Each run in the runner is recorded on the harness's pipe (`status_fd`,
+`harness/grading/python_runs.py`): `start NONCE` before, `end NONCE STATUS` after; a
+check with a failed run fails whatever the line's exit status (`pytest -q | grep passed`
+passed on the agent's own print).
+
 Before the runner starts, the tree's trusted files (the task's tests and helpers the
 runner imports itself) must still be the template's: a program of the agent that the
 same check ran before (`python app.py && python -m unittest`) could have rewritten them.
@@ -28,14 +36,16 @@ This file runs standalone (isolated mode, no harness import), mounted read-only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
 import re
+import stat
 import sys
 import types
-from typing import Any
+from typing import Any, NoReturn
 
 #: Options of `python` that take no value, and those that take one (`-W error`).
 _FLAGS = frozenset("bBdEhiIOPqRsSuvVx")
@@ -199,17 +209,47 @@ def _changed(root: str, trusted: list[str], scripts: dict[str, str]) -> list[str
     return changed
 
 
-def _read_stdin() -> str:
-    """The program on stdin, as a `-c` text; exit 1 when it cannot be one."""
+def _channel(config: dict[str, Any]) -> int | None:
+    """The write end of the harness's record of this check's Python runs
+    (`harness/grading/python_runs.py`), kept from the processes this one starts (a
+    test's `subprocess.run([sys.executable, "-c", …])` expecting a failure is the test's
+    to judge); None outside a free check, or when a program of the check above this one
+    closed it (that program decides this one's status anyway)."""
+    fd = config.get("status_fd")
+    if not isinstance(fd, int) or isinstance(fd, bool):
+        return None
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+        os.set_inheritable(fd, False)
+    except OSError:
+        return None
+    return fd
+
+
+def _record(fd: int | None, line: str) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(fd, line.encode("ascii"))
+
+
+def _refuse(fd: int | None, message: str) -> NoReturn:
+    """Not run: exit 1, recorded as a run that never ended (a pipe's last command must
+    not turn it into a pass)."""
+    _record(fd, f"start {os.urandom(16).hex()}\n")
+    print(f"ilh: {message}", file=sys.stderr)
+    os._exit(1)
+
+
+def _read_stdin(fd: int | None) -> str:
+    """The program on stdin, as a `-c` text; refused when it cannot be one."""
     program = sys.stdin.buffer.read(_MAX_SCRIPT + 1)
     if len(program) > _MAX_SCRIPT:
-        print("ilh: the program on stdin is too long to be a check; not run", file=sys.stderr)
-        os._exit(1)
+        _refuse(fd, "the program on stdin is too long to be a check; not run")
     try:
         return program.decode("utf-8")
     except UnicodeDecodeError:
-        print("ilh: the program on stdin is not UTF-8; not run", file=sys.stderr)
-        os._exit(1)
+        _refuse(fd, "the program on stdin is not UTF-8; not run")
 
 
 def main(argv: list[str]) -> None:
@@ -217,19 +257,24 @@ def main(argv: list[str]) -> None:
     with open(os.path.join(config_dir, "python.json"), encoding="utf-8") as handle:
         config = json.load(handle)
     real = str(config["python"])
+    fd = _channel(config)
     routed = route(args, config)
     if routed is None and _interactive(args):
-        print(
-            "ilh: python -i is not run in a check (its code would decide its exit)", file=sys.stderr
-        )
-        os._exit(1)
+        _refuse(fd, "python -i is not run in a check (its code would decide its exit)")
     after_dash = _stdin_program(args) if routed is None else None
     if after_dash is not None and sys.stdin is not None and not sys.stdin.isatty():
-        routed = "script", ["-c", _read_stdin(), *after_dash], None
+        routed = "script", ["-c", _read_stdin(fd), *after_dash], None
     if routed is None:
         os.execv(real, [real, *args])
     kind, rest, verified = routed
     root = str(config["root"])
+    runner = _runner()
+    exit_now, write_now = os._exit, os.write
+    runner._not_dumpable()
+    # Made once this process cannot be read by the check's others: they cannot end a run
+    # they do not know the nonce of.
+    nonce = os.urandom(16).hex()
+    _record(fd, f"start {nonce}\n")
     trusted = [str(t) for t in config.get("trusted") or ()]
     changed = _changed(root, trusted, config.get("scripts") or {})
     if changed:
@@ -239,9 +284,6 @@ def main(argv: list[str]) -> None:
             file=sys.stderr,
         )
         os._exit(1)
-    runner = _runner()
-    exit_now = os._exit
-    runner._not_dumpable()
     cwd = os.getcwd()
     # As `python` would: the script's folder or the working folder first, then PYTHONPATH.
     path = [cwd] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -257,11 +299,15 @@ def main(argv: list[str]) -> None:
     )
     if tampered:
         print(f"ilh: the code under test replaced {', '.join(tampered[:5])}", file=sys.stderr)
+    code = 0 if status == 0 and not tampered else 1
     try:
         sys.stdout.flush()
         sys.stderr.flush()
     finally:
-        exit_now(0 if status == 0 and not tampered else 1)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                write_now(fd, f"end {nonce} {code}\n".encode("ascii"))
+        exit_now(code)
 
 
 if __name__ == "__main__":
