@@ -90,3 +90,23 @@ def test_interactive_calls_are_seen_past_other_options(args: list[str]) -> None:
     from harness.grading.sandboxed.ilh_python import _interactive
 
     assert _interactive(args)
+
+
+def test_the_agents_own_program_on_stdin_is_its_own(tmp_path: Path) -> None:
+    """`python3 < prog.py` with the agent's `prog.py`: its own program, run by the real
+    interpreter as `python3 prog.py` is (in the runner its `os._exit(0)` would be a run
+    that never ended), its output the check's to read."""
+    program = "import os\n\nprint('hello-world', flush=True)\nos._exit(0)\n"
+    command = (
+        'test "$(python3 < prog.py)" = hello-world && test "$(cat prog.py | python)" = hello-world'
+    )
+    turn: dict[str, Any] = {
+        "text": "Writing prog.",
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"path": "prog.py", "content": program}}
+        ],
+        "usage": USAGE,
+    }
+    task = write_task(tmp_path, {"prog.py": "\n"}, f"run = {json.dumps(command)}", [turn, claim()])
+    outcome = run(task)
+    assert outcome["final"]["state"] == "complete", json.dumps(outcome["grader"], indent=1)
