@@ -292,6 +292,9 @@ class CheckRunner:
             "scripts": _template_digests(tree, self.sources.template),
             "trusted": sorted({*trusted_files(tree), *changes.trusted}),
             "status_fd": status_fd,
+            # The check's scratch folders an agent's program may not change what is in
+            # (`ilh_python._run_agents_program`): confined, its private /tmp (its HOME).
+            "watch": ["/tmp"] if confined else [str(scratch / "home")],
         }
         (shim / "python.json").write_text(json.dumps(config), encoding="utf-8")
         line = shlex.join([sys.executable, "-I", "-B", f"{runner_at}/ilh_python.py", shim_at])

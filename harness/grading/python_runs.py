@@ -80,10 +80,11 @@ class PythonRuns:
         if not failed:
             return None
         return (
-            f"{len(failed)} of the {len(started)} Python runs this check made in the harness's "
-            "runner failed (or never ended), though the line's exit status was 0: a later "
-            "command decided it (a pipe's last command, `|| …`, `; …`, `!`); a free check "
-            "passes only when the Python it runs passes"
+            f"{len(failed)} of the {len(started)} runs this check recorded failed (a Python it "
+            "ran in the harness's runner, or an agent's program that changed what the check "
+            "wrote before it), though the line's exit status was 0: a later command decided "
+            "it (a pipe's last command, `|| …`, `; …`, `!`); a free check passes only when "
+            "each of them passes"
         )
 
     def close(self) -> None:

@@ -17,7 +17,8 @@ passed (attack7). So the harness puts a folder first on the check's PATH whose `
   the tests passed and nothing of the runner was replaced;
 * anything else (`python -m slug`, the agent's `python slug.py`, no arguments): the real
   interpreter, with the arguments and environment unchanged: the agent's program, its
-  exit status its own, as before.
+  exit status its own, as before, but a change it made to a file already in the check's
+  `/tmp` (its HOME) is recorded as a failed run (`_run_agents_program`).
 
 * the program on stdin (`python - < check.py`, `cat check.py | python3`, a heredoc): run
   as a `-c` text is; `python -i` is refused (exit 1).
@@ -239,6 +240,131 @@ def _agents_file(root: str, data: bytes, config: dict[str, Any]) -> bool:
     return False
 
 
+#: Most entries of the check's scratch folders compared around an agent's program.
+_MAX_WATCHED = 20000
+_PR_SET_CHILD_SUBREAPER = 36
+_FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+
+def _files_of(folders: list[str]) -> dict[str, tuple[int, ...]]:
+    """What identifies each entry under `folders` (not followed into links): a write,
+    a replacement or a removal changes it (ctime cannot be set back)."""
+    found: dict[str, tuple[int, ...]] = {}
+    for top in folders:
+        for folder, dirs, files in os.walk(top):
+            for name in dirs + files:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    # A folder the check made may take the program's new files: only its
+                    # replacement counts (its files are compared one by one).
+                    found[path] = (info.st_dev, info.st_ino, 0, 0, 0, info.st_mode)
+                else:
+                    found[path] = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
+                                   info.st_ctime_ns, info.st_mode)  # fmt: skip
+                if len(found) >= _MAX_WATCHED:
+                    return found
+    return found
+
+
+def _children() -> list[int]:
+    """This process's children (those it adopted as a subreaper included)."""
+    mine, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and fields[1] == str(mine).encode():
+            found.append(int(entry))
+    return found
+
+
+def _run_agents_program(
+    real: str, argv: list[str], config: dict[str, Any], fd: int | None
+) -> NoReturn:
+    """The agent's program (`python3 prog.py`), run by the real interpreter, its exit
+    status its own. In a free check (`fd`: the harness records its Python runs) it may
+    not change a file of the check's scratch folders (`watch`: its `/tmp`, its HOME) that
+    existed when it started: `python3 want.py > /tmp/want && python3 prog.py > /tmp/got
+    && diff /tmp/want /tmp/got` passed when the agent's program rewrote `/tmp/want`
+    (attack9). So this process stays its parent (a subreaper: what it leaves running is
+    ended when it ends), then compares; a change is recorded as a failed run."""
+    watch = [str(w) for w in config.get("watch") or () if os.path.isdir(str(w))]
+    if fd is None or not watch:
+        os.execv(real, argv)
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    before = _files_of(watch)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execv(real, argv)
+        finally:
+            os._exit(127)
+
+    def forward(number: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, number)
+
+    for name in _FORWARDED:
+        signal.signal(getattr(signal, name), forward)
+    while True:
+        try:
+            _pid, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            status = 0
+            break
+        except InterruptedError:
+            continue
+    # What it left running (a daemon, double-forked: adopted here) ends with it.
+    for _round in range(100):
+        left = _children()
+        if not left:
+            break
+        for child in left:
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
+        for child in left:
+            with contextlib.suppress(OSError):
+                os.waitpid(child, 0)
+    after = _files_of(watch)
+    # Its stdout and stderr are its own to write, wherever the line sent them
+    # (`python3 prog.py > /tmp/got`: the shell made the file before it started).
+    own: set[tuple[int, int]] = set()
+    for number in (1, 2):
+        with contextlib.suppress(OSError):
+            info = os.fstat(number)
+            own.add((info.st_dev, info.st_ino))
+    changed = sorted(
+        path
+        for path, seen in before.items()
+        if after.get(path) != seen and (seen[0], seen[1]) not in own
+    )
+    if changed:
+        _record(fd, f"start {os.urandom(16).hex()}\n")
+        print(
+            "ilh: the agent's program changed what the check wrote before it: "
+            f"{', '.join(changed[:5])}",
+            file=sys.stderr,
+        )
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+    sys.stdout.flush()
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
 def _channel(config: dict[str, Any]) -> int | None:
     """The write end of the harness's record of this check's Python runs
     (`harness/grading/python_runs.py`), kept from the processes this one starts (a
@@ -297,10 +423,10 @@ def main(argv: list[str]) -> None:
         if _agents_file(str(config["root"]), program.encode("utf-8"), config):
             # `python3 < prog.py`: the agent's program, as `python3 prog.py` is (in the
             # runner, its code would run beside the runner's record of it).
-            os.execv(real, [real, "-c", program, *after_dash])
+            _run_agents_program(real, [real, "-c", program, *after_dash], config, fd)
         routed = "script", ["-c", program, *after_dash], None
     if routed is None:
-        os.execv(real, [real, *args])
+        _run_agents_program(real, [real, *args], config, fd)
     kind, rest, verified = routed
     root = str(config["root"])
     runner = _runner()
