@@ -38,6 +38,7 @@ import shlex
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -295,6 +296,8 @@ class CheckRunner:
             # The check's scratch folders an agent's program may not change what is in
             # (`ilh_python._run_agents_program`): confined, its private /tmp (its HOME).
             "watch": ["/tmp"] if confined else [str(scratch / "home")],
+            # What the check makes in the tree after this is watched too.
+            "since_ns": time.time_ns(),
         }
         (shim / "python.json").write_text(json.dumps(config), encoding="utf-8")
         line = shlex.join([sys.executable, "-I", "-B", f"{runner_at}/ilh_python.py", shim_at])

@@ -246,28 +246,72 @@ _PR_SET_CHILD_SUBREAPER = 36
 _FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 
 
-def _files_of(folders: list[str]) -> dict[str, tuple[int, ...]]:
-    """What identifies each entry under `folders` (not followed into links): a write,
-    a replacement or a removal changes it (ctime cannot be set back)."""
+def _files_of(folders: list[tuple[str, int]]) -> dict[str, tuple[int, ...]]:
+    """What identifies each entry under each folder made at or after its time (ns; 0:
+    every entry), not followed into links: a write, a replacement or a removal changes
+    it (ctime cannot be set back). Walked with a stack of its own, not `os.walk`, which
+    recursed past Python's limit in a tree a check nested thousands deep (attack8's)."""
     found: dict[str, tuple[int, ...]] = {}
-    for top in folders:
-        for folder, dirs, files in os.walk(top):
-            for name in dirs + files:
-                path = os.path.join(folder, name)
+    for top, since in folders:
+        stack = [top]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except OSError:
+                continue
+            for entry in entries:
                 try:
-                    info = os.lstat(path)
+                    info = entry.stat(follow_symlinks=False)
                 except OSError:
+                    continue
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(entry.path)
+                if info.st_ctime_ns < since:
                     continue
                 if stat.S_ISDIR(info.st_mode):
                     # A folder the check made may take the program's new files: only its
                     # replacement counts (its files are compared one by one).
-                    found[path] = (info.st_dev, info.st_ino, 0, 0, 0, info.st_mode)
+                    found[entry.path] = (info.st_dev, info.st_ino, 0, 0, 0, info.st_mode)
                 else:
-                    found[path] = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
-                                   info.st_ctime_ns, info.st_mode)  # fmt: skip
+                    found[entry.path] = (
+                        info.st_dev,
+                        info.st_ino,
+                        info.st_size,
+                        info.st_mtime_ns,
+                        info.st_ctime_ns,
+                        info.st_mode,
+                    )
                 if len(found) >= _MAX_WATCHED:
                     return found
     return found
+
+
+def _watched(config: dict[str, Any]) -> list[tuple[str, int]]:
+    """What the agent's code may not change of what the check wrote before it ran: the
+    check's scratch folders (`watch`: its `/tmp`, its HOME), and what the check made in
+    the tree since it started (`python3 want.py > want.txt && python3 prog.py > got.txt
+    && diff want.txt got.txt`)."""
+    folders = [(str(w), 0) for w in config.get("watch") or () if os.path.isdir(str(w))]
+    since = config.get("since_ns")
+    if folders and isinstance(since, int) and os.path.isdir(str(config["root"])):
+        folders.append((str(config["root"]), since))
+    return folders
+
+
+def _changes(before: dict[str, tuple[int, ...]], after: dict[str, tuple[int, ...]]) -> list[str]:
+    """The entries of `before` changed or gone in `after`, but this process's stdout and
+    stderr: its own to write wherever the line sent them (`python3 prog.py > /tmp/got`:
+    the shell made the file before it started)."""
+    own: set[tuple[int, int]] = set()
+    for number in (1, 2):
+        with contextlib.suppress(OSError):
+            info = os.fstat(number)
+            own.add((info.st_dev, info.st_ino))
+    return sorted(
+        path
+        for path, seen in before.items()
+        if after.get(path) != seen and (seen[0], seen[1]) not in own
+    )
 
 
 def _children() -> list[int]:
@@ -296,7 +340,7 @@ def _run_agents_program(
     && diff /tmp/want /tmp/got` passed when the agent's program rewrote `/tmp/want`
     (attack9). So this process stays its parent (a subreaper: what it leaves running is
     ended when it ends), then compares; a change is recorded as a failed run."""
-    watch = [str(w) for w in config.get("watch") or () if os.path.isdir(str(w))]
+    watch = _watched(config)
     if fd is None or not watch:
         os.execv(real, argv)
     import ctypes
@@ -337,19 +381,7 @@ def _run_agents_program(
         for child in left:
             with contextlib.suppress(OSError):
                 os.waitpid(child, 0)
-    after = _files_of(watch)
-    # Its stdout and stderr are its own to write, wherever the line sent them
-    # (`python3 prog.py > /tmp/got`: the shell made the file before it started).
-    own: set[tuple[int, int]] = set()
-    for number in (1, 2):
-        with contextlib.suppress(OSError):
-            info = os.fstat(number)
-            own.add((info.st_dev, info.st_ino))
-    changed = sorted(
-        path
-        for path, seen in before.items()
-        if after.get(path) != seen and (seen[0], seen[1]) not in own
-    )
+    changed = _changes(before, _files_of(watch))
     if changed:
         _record(fd, f"start {os.urandom(16).hex()}\n")
         print(
@@ -448,6 +480,10 @@ def main(argv: list[str]) -> None:
     cwd = os.getcwd()
     # As `python` would: the script's folder or the working folder first, then PYTHONPATH.
     path = [cwd] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # Nor may the agent's modules, served while this run goes (attack9): read before
+    # the run, compared after it.
+    watch = _watched(config) if fd is not None else []
+    before = _files_of(watch)
     report_dir = ""
     if kind == "pytest":
         import tempfile
@@ -460,6 +496,14 @@ def main(argv: list[str]) -> None:
     )
     if tampered:
         print(f"ilh: the code under test replaced {', '.join(tampered[:5])}", file=sys.stderr)
+    changed = _changes(before, _files_of(watch)) if watch else []
+    if changed:
+        print(
+            f"ilh: the code this run served changed what the check wrote before it: "
+            f"{', '.join(changed[:5])}",
+            file=sys.stderr,
+        )
+        status = status or 1
     code = 0 if status == 0 and not tampered else 1
     try:
         sys.stdout.flush()
