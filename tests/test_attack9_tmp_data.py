@@ -140,3 +140,12 @@ def test_what_the_agents_module_prints_in_a_checks_python_reaches_the_check(
     task = write_task(tmp_path, template, f"run = {json.dumps(line)}", [turn, claim()])
     outcome = run(task)
     assert outcome["final"]["state"] == "complete", json.dumps(outcome["grader"], indent=1)
+
+
+def test_the_agents_program_ends_with_the_python_the_check_killed(tmp_path: Path) -> None:
+    """The shim stays the agent's program's parent; killed (`timeout -s KILL`), it takes
+    the program with it, as when it became that program by `exec`."""
+    program = "import time\ntime.sleep(3)\nopen('late.txt', 'w').write('x')\n"
+    line = "timeout -s KILL 1 python3 prog.py; sleep 4; test ! -e late.txt"
+    outcome = run(_task(tmp_path, line, program))
+    assert outcome["final"]["state"] == "complete", json.dumps(outcome["grader"], indent=1)

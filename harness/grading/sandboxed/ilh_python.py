@@ -243,6 +243,7 @@ def _agents_file(root: str, data: bytes, config: dict[str, Any]) -> bool:
 #: Most entries of the check's scratch folders compared around an agent's program.
 _MAX_WATCHED = 20000
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_PDEATHSIG = 1
 _FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 
 
@@ -346,11 +347,15 @@ def _run_agents_program(
     import ctypes
     import signal
 
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     before = _files_of(watch)
     pid = os.fork()
     if pid == 0:
         try:
+            # Ended with this process, as it was when this process became it (`exec`):
+            # `timeout -s KILL 5 python3 server.py` must not leave the server running.
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             os.execv(real, argv)
         finally:
             os._exit(127)
