@@ -57,6 +57,8 @@ _VALUED = frozenset("WX")
 _LONG_VALUED = frozenset({"--check-hash-based-pycs"})
 #: Longest script read to be checked (a task's check script is small).
 _MAX_SCRIPT = 4 * 1024 * 1024
+#: Standard modules whose `python -m` runs code it is given (a file, a module, a text).
+_RUNS_CODE = frozenset({"runpy", "doctest", "timeit", "cProfile", "profile", "trace", "pdb"})
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -162,6 +164,17 @@ def route(args: list[str], config: dict[str, Any]) -> tuple[str, list[str], byte
             return "pytest", rest[2:], None
         if rest[1] == "unittest":
             return "unittest", rest[2:], None
+        if rest[1] == "runpy" and len(rest) >= 3:
+            return route(["-m", *rest[2:]], config)  # `-m runpy NAME` is `-m NAME`
+        if rest[1] in _RUNS_CODE:
+            # A standard module that runs other code (`python -m doctest check.txt`,
+            # `-m runpy check`, `-m timeit -s 'from calc import add' …`): run in the
+            # runner, its code's imports served as any check's are. Left to the real
+            # interpreter, the agent's module ended it with 0 at import (attack9).
+            main = (
+                f"import runpy; runpy.run_module({rest[1]!r}, run_name='__main__', alter_sys=True)"
+            )
+            return "script", ["-c", main, *rest[2:]], None
         # `python -m verify`: a module file of the tree holding the template's bytes runs
         # as that script would (a package's `__main__` keeps the real interpreter).
         module = os.path.join(*rest[1].split(".")) + ".py" if _MODULE.match(rest[1]) else None
