@@ -38,6 +38,7 @@ import shlex
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -61,6 +62,7 @@ from graders.runners import (
 from graders.tool_checks import RunnerOutcome, UntrustedCheck
 from harness.grading.compiled_checks import compiled_untrusted
 from harness.grading.js_checks import JS_SUFFIXES, js_untrusted
+from harness.grading.python_runs import PythonRuns
 from harness.grading.tree import (
     GradingSources,
     TreeChanges,
@@ -186,13 +188,31 @@ class CheckRunner:
                     f"{why}; run the agent's code as a program and read its output, or check "
                     "it with a hidden Python test"
                 )
-            # The Python this command runs is the harness's (`sandboxed/ilh_python.py`).
-            env["PATH"] = self._python_shim(scratch, tree, root, changes, mounts)
-            if confined:
-                mounts += read_only_files(tree, changes.protected)
-            done = run_shell(
-                command, tree, timeout_s, env, sandbox=self.sandbox, mounts=mounts, writable=True
-            )
+            # The Python this command runs is the harness's (`sandboxed/ilh_python.py`),
+            # and its runs' results are recorded apart from the line's exit status
+            # (`python_runs.py`: `pytest -q | grep passed` passed on the agent's print).
+            runs = PythonRuns()
+            try:
+                env["PATH"] = self._python_shim(scratch, tree, root, changes, mounts, runs.write_fd)
+                if confined:
+                    mounts += read_only_files(tree, changes.protected)
+                done = run_shell(
+                    command,
+                    tree,
+                    timeout_s,
+                    env,
+                    sandbox=self.sandbox,
+                    mounts=mounts,
+                    writable=True,
+                    pass_fds=(runs.write_fd,),
+                )
+                failed = runs.failures()
+            finally:
+                runs.close()
+            if failed is not None and done.exit_code == 0 and not done.timed_out:
+                done = done.model_copy(
+                    update={"exit_code": 1, "output": f"{done.output}\nilh: {failed}\n"}
+                )
             return _outcome(done)
 
         # The tests that must run are read before the check runs, from the snapshots
@@ -246,7 +266,13 @@ class CheckRunner:
         return _outcome(done, verdict=verdict, runner=call.kind)
 
     def _python_shim(
-        self, scratch: Path, tree: Path, root: str, changes: TreeChanges, mounts: list[Mount]
+        self,
+        scratch: Path,
+        tree: Path,
+        root: str,
+        changes: TreeChanges,
+        mounts: list[Mount],
+        status_fd: int,
     ) -> str:
         """A folder of `python`, `python3`… that run `sandboxed/ilh_python.py` (mounted with
         the runner), first on a free command's PATH; returns that PATH. Why: a restored
@@ -254,7 +280,8 @@ class CheckRunner:
         which ended it with 0 (`os._exit(0)` at import) and the check passed (attack7).
         The folder's `python.json` says where the tree is, the real interpreter, the
         SHA-256 of every Python file of the tree that is the template's (a task's script
-        runs in the runner only with those bytes) and the files the runner imports itself."""
+        runs in the runner only with those bytes), the files the runner imports itself
+        and the descriptor its runs are recorded on (`status_fd`, `python_runs.py`)."""
         confined = self.sandbox.confined
         shim = scratch / "python"
         shim.mkdir()
@@ -265,6 +292,12 @@ class CheckRunner:
             "root": root,
             "scripts": _template_digests(tree, self.sources.template),
             "trusted": sorted({*trusted_files(tree), *changes.trusted}),
+            "status_fd": status_fd,
+            # The check's scratch folders an agent's program may not change what is in
+            # (`ilh_python._run_agents_program`): confined, its private /tmp (its HOME).
+            "watch": ["/tmp"] if confined else [str(scratch / "home")],
+            # What the check makes in the tree after this is watched too.
+            "since_ns": time.time_ns(),
         }
         (shim / "python.json").write_text(json.dumps(config), encoding="utf-8")
         line = shlex.join([sys.executable, "-I", "-B", f"{runner_at}/ilh_python.py", shim_at])

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import base64
 import builtins
+import contextlib
 import datetime
 import decimal
 import fractions
@@ -448,6 +449,14 @@ class Peer:
             if self.guarded:  # the test process's own Ctrl-C or exit stays its own
                 raise
             reply = {"exc": self._encode_exception(exc)}
+        if not self.guarded:
+            # What the solution printed reaches the check's output before the test goes
+            # on, and at all: the runner ends this process with SIGKILL, and its stdout,
+            # a pipe or a file in a check, kept the block it buffered (`python3 -c 'from
+            # calc import main; main()' > got` wrote nothing; attack9).
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
         self._send(reply)
 
     def _perform(self, op: str, args: list[Any]) -> object:
