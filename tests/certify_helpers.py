@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,28 @@ from click.testing import CliRunner, Result
 from harness.cli.main import ilh
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+CLEAN = EXAMPLES / "certify_clean"
+#: `ilh certify` of a certify example's handoff for an implementer granted its `project`,
+#: with no terminal to ask on and its own store.
+CERTIFY_PROJECT = ("certify", "handoff.md", "--role", "implementer", "--source", "project",
+                   "--non-interactive", "--store", "s.db")  # fmt: skip
+
+
+def ilh_child(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`ilh ARGS` in a child process from `cwd` (stdin closed), as a user's shell runs it:
+    for what an in-process CliRunner cannot show (exit on a signal, a hung read, a file
+    descriptor of the process)."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(EXAMPLES.parent)}, check=False,
+    )  # fmt: skip
+
+
+def certify_child(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`ilh certify` of `cwd`'s `handoff.md` granted its `project` (`CERTIFY_PROJECT`),
+    then `args`, in a child process."""
+    return ilh_child(cwd, *CERTIFY_PROJECT, *args)
 
 
 def copy_example(name: str, tmp_path: Path) -> Path:

@@ -9,34 +9,20 @@ identity, never read: the check ends, and reports the source changed."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-CLEAN = ROOT / "examples" / "certify_clean"
-
-
-def ilh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
+from tests.certify_helpers import CERTIFY_PROJECT as CERTIFY
+from tests.certify_helpers import CLEAN
+from tests.certify_helpers import ilh_child as ilh
 
 
 @pytest.fixture
 def clean(tmp_path: Path) -> Path:
     shutil.copytree(CLEAN, tmp_path / "c")
     return tmp_path / "c"
-
-
-CERTIFY = ("certify", "handoff.md", "--role", "implementer", "--source", "project",
-           "--non-interactive", "--store", "s.db")  # fmt: skip
 
 
 @pytest.mark.parametrize("kernel", ["/proc/self", "/proc/self/pagemap"])

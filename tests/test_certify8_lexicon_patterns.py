@@ -9,11 +9,8 @@ lexicon's patterns still run in `re`, as before."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,20 +18,8 @@ import pytest
 
 from harness.certify.lexicon import load_lexicon, shipped
 from harness.certify.patterns import compiled_patterns
-
-ROOT = Path(__file__).resolve().parents[1]
-CLEAN = ROOT / "examples" / "certify_clean"
-
-
-def certify(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable, "-m", "harness", "certify", "handoff.md", "--role", "implementer",
-            "--source", "project", "--non-interactive", "--store", "s.db", *args,
-        ],
-        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=90,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
+from tests.certify_helpers import CLEAN
+from tests.certify_helpers import certify_child as certify
 
 
 @pytest.fixture

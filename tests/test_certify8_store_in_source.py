@@ -11,24 +11,13 @@ before anything is written."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-CLEAN = ROOT / "examples" / "certify_clean"
-
-
-def ilh(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
+from tests.certify_helpers import CLEAN
+from tests.certify_helpers import ilh_child as ilh
 
 
 @pytest.fixture

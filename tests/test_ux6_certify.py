@@ -15,19 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.certify_helpers import CLEAN
+from tests.certify_helpers import certify_child as certify
+
 ROOT = Path(__file__).resolve().parents[1]
-CLEAN = ROOT / "examples" / "certify_clean"
-
-
-def certify(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable, "-m", "harness", "certify", "handoff.md", "--role", "implementer",
-            "--source", "project", "--non-interactive", "--store", "s.db", *args,
-        ],
-        cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-    )  # fmt: skip
 
 
 @pytest.fixture
