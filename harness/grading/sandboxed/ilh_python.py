@@ -267,6 +267,10 @@ def _files_of(folders: list[tuple[str, int]]) -> dict[str, tuple[int, ...]]:
     recursed past Python's limit in a tree a check nested thousands deep (attack8's)."""
     found: dict[str, tuple[int, ...]] = {}
     for top, since in folders:
+        try:
+            device = os.stat(top).st_dev
+        except OSError:
+            continue
         stack = [top]
         while stack:
             try:
@@ -277,6 +281,13 @@ def _files_of(folders: list[tuple[str, int]]) -> dict[str, tuple[int, ...]]:
                 try:
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
+                    continue
+                if info.st_dev != device:
+                    # A file system mounted inside, by the sandbox, not by the check: the
+                    # harness's venv bound read-only where a CI checkout put it, under /tmp.
+                    # Not the check's to have written, and the host's processes write there
+                    # (bytecode of a module first imported) while the check runs: an honest
+                    # check failed in a fresh clone's CI.
                     continue
                 if stat.S_ISDIR(info.st_mode):
                     stack.append(entry.path)
