@@ -13,6 +13,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from harness.certify.contract import Contract
+from harness.certify.lexicon import load_lexicon
+from harness.certify.reach import Reach
+from harness.certify.scan import Scan, scan_target
 from harness.cli.main import ilh
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -109,3 +113,33 @@ def clean_with(tmp_path: Path, addition: str) -> Path:
     handoff = folder / "handoff.md"
     handoff.write_text(handoff.read_text(encoding="utf-8") + "\n" + addition, encoding="utf-8")
     return folder
+
+
+def scanned(
+    text: str, tmp_path: Path, *, role: str = "implementer", verify: tuple[str, ...] = ()
+) -> Scan:
+    """The deterministic legs' scan of `text` for `role`, `tmp_path/src` granted."""
+    source = tmp_path / "src"
+    source.mkdir(exist_ok=True)
+    contract = Contract(
+        role=role,
+        activity=None,
+        sources=(str(source),),
+        verify=verify,
+        scope=None,
+        stop=None,
+        certificate=None,
+        verb=None,
+        base=tmp_path,
+    )
+    return scan_target(
+        text, contract, Reach(sources=[source], cwd=tmp_path, lexicon=load_lexicon())
+    )
+
+
+def scan_findings(
+    text: str, tmp_path: Path, verify: tuple[str, ...] = ()
+) -> dict[str, tuple[str, str]]:
+    """token -> (location, category) of the deterministic legs' findings."""
+    found = scanned(text, tmp_path, verify=verify).findings
+    return {f.finding.quoted_token: (f.finding.location, f.finding.category) for f in found}

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_redteam_grading import USAGE, claim, never_complete, run, write_task
+from tests.test_redteam_grading import USAGE, calc_run_task, claim, never_complete, run, write_task
 
 STUB = "def add(a, b):\n    raise NotImplementedError\n"
 HONEST = "def add(a, b):\n    return a + b\n"
@@ -65,13 +65,7 @@ CHECKS: dict[str, tuple[str, dict[str, str]]] = {
 
 def _task(folder: Path, check: str, calc: str) -> Path:
     command, files = CHECKS[check]
-    turn: dict[str, Any] = {
-        "text": "Writing calc.",
-        "tool_calls": [{"name": "write_file", "arguments": {"path": "calc.py", "content": calc}}],
-        "usage": USAGE,
-    }
-    task = write_task(folder, {"calc.py": STUB, **files}, f"run = {json.dumps(command)}",
-                      [turn, claim()])  # fmt: skip
+    task = calc_run_task(folder, command, files, calc)
     for name in ("verify.py",):
         if (folder / "workspace" / name).exists():
             (folder / "workspace" / name).chmod(0o755)

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.test_redteam_grading import USAGE, claim, never_complete, run, write_task
+from tests.test_redteam_grading import calc_run_task, never_complete, run
 
-STUB = "def add(a, b):\n    raise NotImplementedError\n"
 HONEST = "def add(a, b):\n    return a + b\n"
 EXITING = "import os\n\nos._exit(0)\n"
 EXAMPLES = ">>> from calc import add\n>>> add(1, 2)\n3\n>>> add(2, 2)\n4\n"
@@ -32,13 +30,7 @@ CHECKS: dict[str, tuple[str, dict[str, str]]] = {
 
 def _task(folder: Path, check: str, calc: str) -> Path:
     command, files = CHECKS[check]
-    turn: dict[str, Any] = {
-        "text": "Writing calc.",
-        "tool_calls": [{"name": "write_file", "arguments": {"path": "calc.py", "content": calc}}],
-        "usage": USAGE,
-    }
-    template = {"calc.py": STUB, **files}
-    return write_task(folder, template, f"run = {json.dumps(command)}", [turn, claim()])
+    return calc_run_task(folder, command, files, calc)
 
 
 @pytest.mark.parametrize("check", sorted(CHECKS))

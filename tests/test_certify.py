@@ -11,33 +11,22 @@ from pathlib import Path
 import pytest
 
 from harness.certify.certificate import Certificate, schema_text
-from harness.certify.contract import Contract
-from harness.certify.lexicon import load_lexicon
-from harness.certify.reach import Reach
-from harness.certify.scan import scan_target
-from tests.certify_helpers import certify, copy_example, invoke, reseal, tokens
+from tests.certify_helpers import (
+    certify,
+    copy_example,
+    invoke,
+    reseal,
+    scan_findings,
+    scanned,
+    tokens,
+)
 
 ROLE = ("--role", "implementer", "--source", "project")
 
 
 def scan(text: str, tmp_path: Path, verify: tuple[str, ...] = ()) -> dict[str, tuple[str, str]]:
     """token -> (location, category) of the findings of the deterministic legs."""
-    source = tmp_path / "src"
-    source.mkdir(exist_ok=True)
-    contract = Contract(
-        role="implementer",
-        activity=None,
-        sources=(str(source),),
-        verify=verify,
-        scope=None,
-        stop=None,
-        certificate=None,
-        verb=None,
-        base=tmp_path,
-    )
-    reach = Reach(sources=[source], cwd=tmp_path, lexicon=load_lexicon())
-    found = scan_target(text, contract, reach).findings
-    return {f.finding.quoted_token: (f.finding.location, f.finding.category) for f in found}
+    return scan_findings(text, tmp_path, verify)
 
 
 # -- the deterministic legs ----------------------------------------------------------------
@@ -68,21 +57,8 @@ def test_locators_are_classified_by_resolves_at(tmp_path: Path) -> None:
 
 
 def test_durable_but_unreachable_is_unobserved_never_resolved(tmp_path: Path) -> None:
-    source = tmp_path / "src"
-    source.mkdir()
-    contract = Contract(
-        role="r",
-        activity=None,
-        sources=(str(source),),
-        verify=(),
-        scope=None,
-        stop=None,
-        certificate=None,
-        verb=None,
-        base=tmp_path,
-    )
-    reach = Reach(sources=[source], cwd=tmp_path, lexicon=load_lexicon())
-    result = scan_target("See https://github.com/acme/app/pull/9 for the why.\n", contract, reach)
+    (tmp_path / "src").mkdir()
+    result = scanned("See https://github.com/acme/app/pull/9 for the why.\n", tmp_path, role="r")
     [judgment] = [j for j in result.judgments if j.verdict.kind == "Reference"]
     assert judgment.observation == "unobserved"
     assert "unobserved" in judgment.basis and "resolved" not in judgment.basis.replace(

@@ -12,32 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.certify.contract import Contract
-from harness.certify.lexicon import load_lexicon
-from harness.certify.reach import Reach
-from harness.certify.scan import scan_target
-from tests.certify_helpers import certify, tokens
+from tests.certify_helpers import certify, scan_findings, scanned, tokens
 
 
 def findings(text: str, tmp_path: Path) -> dict[str, tuple[str, str]]:
     """token -> (location, category) of the deterministic legs' findings, `tmp_path/src`
     granted."""
-    source = tmp_path / "src"
-    source.mkdir(exist_ok=True)
-    contract = Contract(
-        role="implementer",
-        activity=None,
-        sources=(str(source),),
-        verify=(),
-        scope=None,
-        stop=None,
-        certificate=None,
-        verb=None,
-        base=tmp_path,
-    )
-    reach = Reach(sources=[source], cwd=tmp_path, lexicon=load_lexicon())
-    found = scan_target(text, contract, reach).findings
-    return {f.finding.quoted_token: (f.finding.location, f.finding.category) for f in found}
+    return scan_findings(text, tmp_path)
 
 
 NOT_REFERENCES = (
@@ -154,20 +135,7 @@ def test_slash_words_anchored_in_a_real_folder_are_a_path(tmp_path: Path) -> Non
 def test_slash_words_that_exist_are_routed_not_dropped(tmp_path: Path) -> None:
     (tmp_path / "src" / "pass" / "fail").mkdir(parents=True)
     (tmp_path / "src" / "pass" / "fail" / "unknown").write_text("x\n")
-    source = tmp_path / "src"
-    contract = Contract(
-        role="r",
-        activity=None,
-        sources=(str(source),),
-        verify=(),
-        scope=None,
-        stop=None,
-        certificate=None,
-        verb=None,
-        base=tmp_path,
-    )
-    reach = Reach(sources=[source], cwd=tmp_path, lexicon=load_lexicon())
-    result = scan_target("See pass/fail/unknown.\n", contract, reach)
+    result = scanned("See pass/fail/unknown.\n", tmp_path, role="r")
     assert [loc.token for loc in result.locators] == ["pass/fail/unknown"]
     assert result.locators[0].resolution.status == "observed"
 

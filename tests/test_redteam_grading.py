@@ -85,6 +85,18 @@ def claim() -> dict[str, Any]:
     return {"text": f"Done.\n{CLAIM}", "usage": USAGE}
 
 
+def calc_run_task(folder: Path, command: str, files: dict[str, str], calc: str) -> Path:
+    """A task whose template is `calc.py` (the stub) and `files`, checked by `run =
+    command`; its agent writes `calc` as `calc.py`, then claims complete."""
+    turn: dict[str, Any] = {
+        "text": "Writing calc.",
+        "tool_calls": [{"name": "write_file", "arguments": {"path": "calc.py", "content": calc}}],
+        "usage": USAGE,
+    }
+    template = {"calc.py": CALC_STUB, **files}
+    return write_task(folder, template, f"run = {json.dumps(command)}", [turn, claim()])
+
+
 def run(task: Path) -> dict[str, Any]:
     result = CliRunner().invoke(
         ilh, ["run", str(task), "--store", str(task.parent / "runs.db"), "--json"]
